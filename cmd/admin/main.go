@@ -1,0 +1,119 @@
+// Command admin applies migrations and administers accounts (Procfile: release runs "admin migrate").
+// Every command prints one JSON object on stdout; errors go to stderr with exit code 1.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"funnelchat/cmd/internal/boot"
+	"funnelchat/models"
+)
+
+const usage = `usage:
+  admin migrate
+  admin account create --email E [--name N] [--agency] [--parent AGENCY_EMAIL] [--credits N]
+  admin key rotate --email E`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "admin:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("no command given\n" + usage)
+	}
+	cfg := boot.LoadConfig()
+	store, err := boot.OpenStore(cfg, 2)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	switch {
+	case args[0] == "migrate":
+		if err := store.Migrate(ctx); err != nil {
+			return err
+		}
+		return printJSON(out, map[string]any{"migrated": true})
+	case len(args) >= 2 && args[0] == "account" && args[1] == "create":
+		return accountCreate(ctx, store, args[2:], out)
+	case len(args) >= 2 && args[0] == "key" && args[1] == "rotate":
+		return keyRotate(ctx, store, args[2:], out)
+	}
+	return fmt.Errorf("unknown command %q\n%s", args, usage)
+}
+
+func accountCreate(ctx context.Context, store *models.Store, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("account create", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	email := fs.String("email", "", "owner email, also the account's login")
+	name := fs.String("name", "", "display name")
+	agency := fs.Bool("agency", false, "the account is an agency that owns sub-accounts")
+	parent := fs.String("parent", "", "email of the agency this account is a sub-account of")
+	credits := fs.Float64("credits", 0, "initial credit balance")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w\n%s", err, usage)
+	}
+	if *email == "" {
+		return errors.New("--email is required\n" + usage)
+	}
+	created, err := store.CreateAccount(ctx, models.NewAccount{
+		Email: *email, Name: *name, Agency: *agency, ParentEmail: *parent, Credits: *credits,
+	})
+	if err != nil {
+		return cliError(err)
+	}
+	return printJSON(out, map[string]any{
+		"accountId": created.Account.ID,
+		"userId":    created.User.ID,
+		"email":     created.Account.Email,
+		"apiKey":    created.APIKey,
+	})
+}
+
+func keyRotate(ctx context.Context, store *models.Store, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("key rotate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	email := fs.String("email", "", "the account's email")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w\n%s", err, usage)
+	}
+	if *email == "" {
+		return errors.New("--email is required\n" + usage)
+	}
+	acc, err := store.AccountByEmail(ctx, *email)
+	if err != nil {
+		return cliError(err)
+	}
+	key, err := store.RotateAPIKey(ctx, acc.ID)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, map[string]any{"apiKey": key})
+}
+
+// cliError shows a domain error by its message alone; other errors keep their detail for the operator.
+func cliError(err error) error {
+	var de *models.Error
+	if errors.As(err, &de) {
+		return errors.New(de.Message)
+	}
+	return err
+}
+
+func printJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	return enc.Encode(v)
+}

@@ -1,0 +1,83 @@
+// Command api is the HTTP server (Procfile: web). With neither DATABASE_URL nor REDIS_URL set it runs the
+// whole service in one process: SQLite, an in-process Redis and the worker (standalone mode).
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"funnelchat/api"
+	"funnelchat/cmd/internal/boot"
+	"funnelchat/config"
+	"funnelchat/jobs"
+)
+
+func main() {
+	cfg := boot.LoadConfig()
+	log := boot.Logger(os.Stdout, cfg)
+	if err := run(cfg, log); err != nil {
+		log.Error("api stopped", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(cfg *config.Config, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	store, err := boot.OpenStore(cfg, 0)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rdb, err := boot.OpenRedis(cfg)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	var worker *jobs.Worker
+	if cfg.Standalone {
+		log.Warn("standalone mode: SQLite in DATA_DIR, in-process Redis and worker; queued jobs do not survive a restart (the database does). Set DATABASE_URL and REDIS_URL for production.",
+			"data_dir", cfg.DataDir)
+		if err := boot.PrepareStandalone(ctx, store, os.Stdout, log); err != nil {
+			return err
+		}
+		worker = jobs.NewWorker(rdb.Asynq, cfg, &jobs.Handler{Store: store, Config: cfg, Log: log}, log)
+		if err := worker.Start(); err != nil {
+			return err
+		}
+	}
+
+	srv := api.New(api.Deps{Config: cfg, Store: store, Redis: rdb.Client, Logger: log})
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", cfg.Port))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("api listening", "addr", ln.Addr().String(), "tls", cfg.TLSEnabled(), "standalone", cfg.Standalone)
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Error("http shutdown", "error", err.Error())
+	}
+	if worker != nil {
+		worker.Shutdown()
+	}
+	log.Info("api stopped")
+	return nil
+}

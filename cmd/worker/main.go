@@ -1,0 +1,55 @@
+// Command worker runs the background jobs (Procfile: worker): bot replies, webhook deliveries, paced
+// campaign sends, follow-ups, alerts and sweeps. Run as many as the load needs.
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"funnelchat/cmd/internal/boot"
+	"funnelchat/config"
+	"funnelchat/jobs"
+)
+
+func main() {
+	cfg := boot.LoadConfig()
+	log := boot.Logger(os.Stdout, cfg)
+	if err := run(cfg, log); err != nil {
+		log.Error("worker stopped", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(cfg *config.Config, log *slog.Logger) error {
+	if cfg.Standalone {
+		return errors.New("worker needs DATABASE_URL and REDIS_URL; in standalone mode the api runs the worker in-process")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	store, err := boot.OpenStore(cfg, cfg.WorkerConcurrency+5)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rdb, err := boot.OpenRedis(cfg)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	worker := jobs.NewWorker(rdb.Asynq, cfg, &jobs.Handler{Store: store, Config: cfg, Log: log}, log)
+	if err := worker.Start(); err != nil {
+		return err
+	}
+	log.Info("worker started", "concurrency", cfg.WorkerConcurrency)
+	<-ctx.Done()
+	log.Info("shutting down: finishing running tasks")
+	worker.Shutdown()
+	log.Info("worker stopped")
+	return nil
+}

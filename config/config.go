@@ -1,0 +1,247 @@
+// Package config loads the service's configuration from the environment once, validates it, and
+// hands it down as one struct. No other package reads the environment.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config holds every setting of DESIGN.md section 7.
+type Config struct {
+	Port        int
+	DatabaseURL string
+	RedisURL    string
+	DataDir     string
+
+	// Standalone is true when neither DATABASE_URL nor REDIS_URL is set: the api then runs SQLite, an
+	// in-process Redis and the worker in one process.
+	Standalone bool
+
+	RequireHTTPS bool
+	TrustProxy   bool
+	TLSCertFile  string
+	TLSKeyFile   string
+
+	RateLimitPerMinute int
+	MaxBodyBytes       int
+	MaxMediaBytes      int
+
+	WebhookTimeout       time.Duration
+	WebhookRetrySchedule []time.Duration
+	WebhookAllowPrivate  bool
+
+	CampaignSendsPerMinute int
+
+	BotLLMBaseURL   string
+	BotLLMAPIKey    string
+	BotLLMModel     string
+	BotReplyCredits float64
+
+	WorkerConcurrency int
+	SweepInterval     time.Duration
+
+	AdminUser     string
+	AdminPassword string
+	LogLevel      slog.Level
+
+	SMSAPIBaseURL      string
+	WhatsAppAPIBaseURL string
+}
+
+// Load reads the configuration through getenv (os.Getenv in the binaries, a map in tests). The error
+// names the first variable whose value is invalid.
+func Load(getenv func(string) string) (*Config, error) {
+	r := reader{getenv: getenv}
+	c := &Config{
+		DatabaseURL: strings.TrimSpace(getenv("DATABASE_URL")),
+		RedisURL:    strings.TrimSpace(getenv("REDIS_URL")),
+	}
+	switch {
+	case c.DatabaseURL == "" && c.RedisURL == "":
+		c.Standalone = true
+	case c.DatabaseURL == "":
+		return nil, errors.New("config: REDIS_URL is set but DATABASE_URL is not: set both (production) or neither (standalone mode)")
+	case c.RedisURL == "":
+		return nil, errors.New("config: DATABASE_URL is set but REDIS_URL is not: set both (production) or neither (standalone mode)")
+	}
+	if !c.Standalone {
+		u, err := url.Parse(c.DatabaseURL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return nil, errors.New("config: DATABASE_URL: must be a postgres:// or postgresql:// URL")
+		}
+		u, err = url.Parse(c.RedisURL)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+			return nil, errors.New("config: REDIS_URL: must be a redis:// or rediss:// URL")
+		}
+	}
+
+	c.Port = r.intRange("PORT", 8080, 1, 65535)
+	c.DataDir = r.str("DATA_DIR", "./data")
+	c.RequireHTTPS = r.boolean("REQUIRE_HTTPS", !c.Standalone)
+	c.TrustProxy = r.boolean("TRUST_PROXY", false)
+	c.TLSCertFile = r.str("TLS_CERT_FILE", "")
+	c.TLSKeyFile = r.str("TLS_KEY_FILE", "")
+	c.RateLimitPerMinute = r.intRange("RATE_LIMIT_PER_MINUTE", 600, 1, 1_000_000)
+	c.MaxBodyBytes = r.intRange("MAX_BODY_BYTES", 10<<20, 1024, 1<<30)
+	c.MaxMediaBytes = r.intRange("MAX_MEDIA_BYTES", 5<<20, 1, 1<<30)
+	c.WebhookTimeout = r.duration("WEBHOOK_TIMEOUT", 10*time.Second)
+	c.WebhookRetrySchedule = r.durations("WEBHOOK_RETRY_SCHEDULE", []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute})
+	c.WebhookAllowPrivate = r.boolean("WEBHOOK_ALLOW_PRIVATE", c.Standalone)
+	c.CampaignSendsPerMinute = r.intRange("CAMPAIGN_SENDS_PER_MINUTE", 20, 1, 100_000)
+	c.BotLLMBaseURL = r.httpURL("BOT_LLM_BASE_URL")
+	c.BotLLMAPIKey = r.str("BOT_LLM_API_KEY", "")
+	c.BotLLMModel = r.str("BOT_LLM_MODEL", "")
+	c.BotReplyCredits = r.nonNegativeFloat("BOT_REPLY_CREDITS", 1)
+	c.WorkerConcurrency = r.intRange("WORKER_CONCURRENCY", 20, 1, 10_000)
+	c.SweepInterval = r.duration("SWEEP_INTERVAL", time.Minute)
+	c.AdminUser = r.str("ADMIN_USER", "")
+	c.AdminPassword = r.str("ADMIN_PASSWORD", "")
+	c.LogLevel = r.level("LOG_LEVEL", slog.LevelInfo)
+	c.SMSAPIBaseURL = r.httpURL("SMS_API_BASE_URL")
+	c.WhatsAppAPIBaseURL = r.httpURL("WHATSAPP_API_BASE_URL")
+	if r.err != nil {
+		return nil, r.err
+	}
+
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return nil, errors.New("config: TLS_CERT_FILE and TLS_KEY_FILE: set both or neither")
+	}
+	if (c.AdminUser == "") != (c.AdminPassword == "") {
+		return nil, errors.New("config: ADMIN_USER and ADMIN_PASSWORD: set both or neither")
+	}
+	if c.BotLLMBaseURL != "" && c.BotLLMModel == "" {
+		return nil, errors.New("config: BOT_LLM_MODEL: required when BOT_LLM_BASE_URL is set")
+	}
+	return c, nil
+}
+
+// TLSEnabled reports whether the api terminates TLS itself.
+func (c *Config) TLSEnabled() bool { return c.TLSCertFile != "" }
+
+// LLMEnabled reports whether the bot calls an OpenAI-compatible model instead of the offline bot.
+func (c *Config) LLMEnabled() bool { return c.BotLLMBaseURL != "" }
+
+// reader collects the first error so that Load reads like a list of settings.
+type reader struct {
+	getenv func(string) string
+	err    error
+}
+
+func (r *reader) fail(name, format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("config: %s: %s", name, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *reader) raw(name string) (string, bool) {
+	v := strings.TrimSpace(r.getenv(name))
+	return v, v != ""
+}
+
+func (r *reader) str(name, def string) string {
+	if v, ok := r.raw(name); ok {
+		return v
+	}
+	return def
+}
+
+func (r *reader) intRange(name string, def, lo, hi int) int {
+	v, ok := r.raw(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		r.fail(name, "must be a whole number from %d to %d, got %q", lo, hi, v)
+		return def
+	}
+	return n
+}
+
+func (r *reader) boolean(name string, def bool) bool {
+	v, ok := r.raw(name)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.fail(name, "must be true or false, got %q", v)
+		return def
+	}
+	return b
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	v, ok := r.raw(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		r.fail(name, "must be a positive Go duration such as 10s or 2m, got %q", v)
+		return def
+	}
+	return d
+}
+
+func (r *reader) durations(name string, def []time.Duration) []time.Duration {
+	v, ok := r.raw(name)
+	if !ok {
+		return def
+	}
+	var out []time.Duration
+	for _, part := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil || d <= 0 {
+			r.fail(name, "must be a comma-separated list of positive Go durations such as 5s,30s,2m, got %q", v)
+			return def
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func (r *reader) nonNegativeFloat(name string, def float64) float64 {
+	v, ok := r.raw(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1e9 || f != f {
+		r.fail(name, "must be a number from 0 to 1e9, got %q", v)
+		return def
+	}
+	return f
+}
+
+func (r *reader) httpURL(name string) string {
+	v, ok := r.raw(name)
+	if !ok {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		r.fail(name, "must be an http:// or https:// URL, got %q", v)
+		return ""
+	}
+	return strings.TrimRight(v, "/")
+}
+
+func (r *reader) level(name string, def slog.Level) slog.Level {
+	v, ok := r.raw(name)
+	if !ok {
+		return def
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		r.fail(name, "must be debug, info, warn or error, got %q", v)
+		return def
+	}
+	return l
+}

@@ -1,0 +1,240 @@
+package models
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Account is a customer of the service: a business, an agency, or an agency's sub-account.
+type Account struct {
+	bun.BaseModel `bun:"table:accounts"`
+
+	ID          string    `bun:"id,pk"`
+	Name        string    `bun:"name"`
+	Email       string    `bun:"email"`
+	IsAgency    bool      `bun:"is_agency"`
+	ParentID    *string   `bun:"parent_id"`
+	OwnerUserID string    `bun:"owner_user_id"`
+	CreditMilli int64     `bun:"credit_balance_milli"`
+	CreatedAt   time.Time `bun:"created_at"`
+}
+
+// Credits returns the account's credit balance in credits.
+func (a *Account) Credits() float64 { return float64(a.CreditMilli) / creditScale }
+
+// User is a person who can act for an account; every account has its owner.
+type User struct {
+	bun.BaseModel `bun:"table:users"`
+
+	ID        string    `bun:"id,pk"`
+	AccountID string    `bun:"account_id"`
+	Email     string    `bun:"email"`
+	CreatedAt time.Time `bun:"created_at"`
+}
+
+// APIKey is the stored form of an account's key: only its SHA-256 hash is kept.
+type APIKey struct {
+	bun.BaseModel `bun:"table:api_keys"`
+
+	ID        string     `bun:"id,pk"`
+	AccountID string     `bun:"account_id"`
+	KeyHash   string     `bun:"key_hash"`
+	CreatedAt time.Time  `bun:"created_at"`
+	RevokedAt *time.Time `bun:"revoked_at"`
+}
+
+// creditScale is how many stored units make one credit: balances are kept as whole thousandths so that
+// sums stay exact on both backends.
+const creditScale = 1000
+
+// maxCredits bounds any credit amount or balance, far below where int64 thousandths would overflow.
+const maxCredits = 1e12
+
+// CreditsToMilli converts an amount of credits to stored thousandths, rejecting what cannot be stored
+// exactly (negative, not finite, too large, finer than a thousandth).
+func CreditsToMilli(credits float64) (int64, error) {
+	if math.IsNaN(credits) || math.IsInf(credits, 0) || credits < 0 || credits > maxCredits {
+		return 0, Errorf(CodeValidation, "credits must be a finite number from 0 to %g", float64(maxCredits))
+	}
+	milli := math.Round(credits * creditScale)
+	if math.Abs(milli-credits*creditScale) > 1e-6*math.Max(1, milli) {
+		return 0, Errorf(CodeValidation, "credits may have at most three decimal places")
+	}
+	return int64(milli), nil
+}
+
+// NewAccount describes an account to create with the admin CLI.
+type NewAccount struct {
+	Email       string
+	Name        string
+	Agency      bool
+	ParentEmail string // the agency this account is a sub-account of; empty for none
+	Credits     float64
+}
+
+// CreatedAccount is the result of CreateAccount; APIKey is the only time the raw key exists.
+type CreatedAccount struct {
+	Account *Account
+	User    *User
+	APIKey  string
+}
+
+// CreateAccount creates an account, its owner user and its first API key in one transaction. It returns
+// VALIDATION_ERROR for a bad email, credits, or a parent that is not an agency, NOT_FOUND for an unknown
+// parent, and CONFLICT when the email is taken.
+func (s *Store) CreateAccount(ctx context.Context, in NewAccount) (*CreatedAccount, error) {
+	email, err := NormalizeEmail(in.Email)
+	if err != nil {
+		return nil, err
+	}
+	if email == "" {
+		return nil, Errorf(CodeValidation, "email is required")
+	}
+	credits, err := CreditsToMilli(in.Credits)
+	if err != nil {
+		return nil, err
+	}
+	if in.Agency && in.ParentEmail != "" {
+		return nil, Errorf(CodeValidation, "an agency cannot be a sub-account of another agency")
+	}
+	created := now()
+	acc := &Account{
+		ID:          newID(prefixAccount),
+		Name:        in.Name,
+		Email:       email,
+		IsAgency:    in.Agency,
+		OwnerUserID: newID(prefixUser),
+		CreditMilli: credits,
+		CreatedAt:   created,
+	}
+	user := &User{ID: acc.OwnerUserID, AccountID: acc.ID, Email: email, CreatedAt: created}
+	rawKey, key := newAPIKey(acc.ID)
+
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if in.ParentEmail != "" {
+			parent, err := accountByEmail(ctx, tx, in.ParentEmail)
+			if err != nil {
+				return err
+			}
+			if !parent.IsAgency {
+				return Errorf(CodeValidation, "parent %s is not an agency account", parent.Email)
+			}
+			acc.ParentID = &parent.ID
+		}
+		if _, err := tx.NewInsert().Model(acc).Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return Errorf(CodeConflict, "an account with email %s already exists", email)
+			}
+			return err
+		}
+		if _, err := tx.NewInsert().Model(user).Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return Errorf(CodeConflict, "a user with email %s already exists", email)
+			}
+			return err
+		}
+		_, err := tx.NewInsert().Model(key).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create account: %w", err)
+	}
+	return &CreatedAccount{Account: acc, User: user, APIKey: rawKey}, nil
+}
+
+// AccountByEmail returns the account whose email is email, or NOT_FOUND.
+func (s *Store) AccountByEmail(ctx context.Context, email string) (*Account, error) {
+	return accountByEmail(ctx, s.db, email)
+}
+
+func accountByEmail(ctx context.Context, db bun.IDB, email string) (*Account, error) {
+	norm, err := NormalizeEmail(email)
+	if err != nil {
+		return nil, err
+	}
+	acc := new(Account)
+	err = db.NewSelect().Model(acc).Where("email = ?", norm).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(CodeNotFound, "no account with email %s", norm)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("account by email: %w", err)
+	}
+	return acc, nil
+}
+
+// CountAccounts returns how many accounts exist (standalone mode seeds a demo account when none do).
+func (s *Store) CountAccounts(ctx context.Context) (int64, error) {
+	return s.db.NewSelect().Model((*Account)(nil)).Count(ctx)
+}
+
+// RotateAPIKey revokes the account's current key and returns a new one. The old key stops working as
+// soon as this returns, in every process, because keys are checked against the database.
+func (s *Store) RotateAPIKey(ctx context.Context, accountID string) (string, error) {
+	// Two rotations at once race on the one-active-key index; the loser retries against the winner's key.
+	for attempt := 0; ; attempt++ {
+		rawKey, key := newAPIKey(accountID)
+		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			if _, err := tx.NewUpdate().Model((*APIKey)(nil)).
+				Set("revoked_at = ?", now()).
+				Where("account_id = ? AND revoked_at IS NULL", accountID).
+				Exec(ctx); err != nil {
+				return err
+			}
+			_, err := tx.NewInsert().Model(key).Exec(ctx)
+			return err
+		})
+		if err == nil {
+			return rawKey, nil
+		}
+		if !isUniqueViolation(err) || attempt >= 3 {
+			return "", fmt.Errorf("rotate api key: %w", err)
+		}
+	}
+}
+
+// Authenticate returns the account that owns the active key rawKey, or UNAUTHORIZED.
+func (s *Store) Authenticate(ctx context.Context, rawKey string) (*Account, error) {
+	if rawKey == "" || len(rawKey) > 256 {
+		return nil, Errorf(CodeUnauthorized, "invalid API key")
+	}
+	acc := new(Account)
+	err := s.db.NewSelect().Model(acc).
+		Join("JOIN api_keys AS k ON k.account_id = account.id").
+		Where("k.key_hash = ? AND k.revoked_at IS NULL", hashKey(rawKey)).
+		Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(CodeUnauthorized, "invalid API key")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	return acc, nil
+}
+
+// newAPIKey makes a random key with 256 bits of entropy and the row that stores its hash.
+func newAPIKey(accountID string) (string, *APIKey) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	raw := "sk_" + base64.RawURLEncoding.EncodeToString(b)
+	return raw, &APIKey{ID: newID(prefixAPIKey), AccountID: accountID, KeyHash: hashKey(raw), CreatedAt: now()}
+}
+
+// hashKey is a plain SHA-256: keys are long random strings, so a slow KDF would add latency to every
+// request without adding safety.
+func hashKey(raw string) string {
+	sum := sha256.Sum256([]byte(raw))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,163 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+)
+
+// Contact is a person an account talks to.
+type Contact struct {
+	bun.BaseModel `bun:"table:contacts"`
+
+	ID        string    `bun:"id,pk" json:"id"`
+	AccountID string    `bun:"account_id" json:"-"`
+	FirstName string    `bun:"first_name" json:"firstName"`
+	LastName  string    `bun:"last_name" json:"lastName"`
+	Phone     *string   `bun:"phone" json:"phone"`
+	Email     *string   `bun:"email" json:"email"`
+	CreatedAt time.Time `bun:"created_at" json:"createdAt"`
+	UpdatedAt time.Time `bun:"updated_at" json:"-"`
+}
+
+// ContactInput is what a client sends to create a contact.
+type ContactInput struct {
+	FirstName string
+	LastName  string
+	Phone     string
+	Email     string
+}
+
+// maxNameLength bounds first and last names.
+const maxNameLength = 200
+
+// normalize validates the input and returns the contact it describes (without ids).
+func (in ContactInput) normalize() (*Contact, error) {
+	phone, err := NormalizePhone(in.Phone)
+	if err != nil {
+		return nil, err
+	}
+	email, err := NormalizeEmail(in.Email)
+	if err != nil {
+		return nil, err
+	}
+	if phone == "" && email == "" {
+		return nil, Errorf(CodeValidation, "a contact needs a phone or an email")
+	}
+	c := &Contact{}
+	if c.FirstName, err = cleanName("firstName", in.FirstName); err != nil {
+		return nil, err
+	}
+	if c.LastName, err = cleanName("lastName", in.LastName); err != nil {
+		return nil, err
+	}
+	if phone != "" {
+		c.Phone = &phone
+	}
+	if email != "" {
+		c.Email = &email
+	}
+	return c, nil
+}
+
+func cleanName(field, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		return "", Errorf(CodeValidation, "%s must be valid UTF-8 text", field)
+	}
+	if utf8.RuneCountInString(v) > maxNameLength {
+		return "", Errorf(CodeValidation, "%s must be at most %d characters", field, maxNameLength)
+	}
+	return v, nil
+}
+
+// CreateOrGetContact creates a contact, or returns the existing one when the phone (or, for a contact
+// without a phone, the email) is already in the account; created tells which. Concurrent calls for one
+// phone make one contact: the unique index decides, and the losers read the winner's row. Errors:
+// VALIDATION_ERROR, INVALID_PHONE.
+func (s *Store) CreateOrGetContact(ctx context.Context, accountID string, in ContactInput) (*Contact, bool, error) {
+	c, err := in.normalize()
+	if err != nil {
+		return nil, false, err
+	}
+	c.ID = newID(prefixContact)
+	c.AccountID = accountID
+	c.CreatedAt = now()
+	c.UpdatedAt = c.CreatedAt
+
+	res, err := s.db.NewInsert().Model(c).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("create contact: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, false, fmt.Errorf("create contact: %w", err)
+	} else if n == 1 {
+		return c, true, nil
+	}
+
+	var existing *Contact
+	if c.Phone != nil {
+		existing, err = s.ContactByPhone(ctx, accountID, *c.Phone)
+	} else {
+		existing, err = s.contactByEmailOnly(ctx, accountID, *c.Email)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("create contact: read existing: %w", err)
+	}
+	return existing, false, nil
+}
+
+// ContactByID returns the account's contact with id, or NOT_FOUND (also for another account's contact).
+func (s *Store) ContactByID(ctx context.Context, accountID, id string) (*Contact, error) {
+	if id == "" || len(id) > maxIDLength {
+		return nil, notFound("contact")
+	}
+	return s.oneContact(ctx, s.db.NewSelect().Where("account_id = ? AND id = ?", accountID, id))
+}
+
+// ContactByPhone looks a contact up by phone in any accepted notation. Errors: INVALID_PHONE, NOT_FOUND.
+func (s *Store) ContactByPhone(ctx context.Context, accountID, phone string) (*Contact, error) {
+	norm, err := NormalizePhone(phone)
+	if err != nil {
+		return nil, err
+	}
+	if norm == "" {
+		return nil, Errorf(CodeValidation, "phoneNumber must not be empty")
+	}
+	return s.oneContact(ctx, s.db.NewSelect().Where("account_id = ? AND phone = ?", accountID, norm))
+}
+
+// ContactByEmail looks a contact up by email; when several contacts share it, the oldest is returned.
+// Errors: VALIDATION_ERROR, NOT_FOUND.
+func (s *Store) ContactByEmail(ctx context.Context, accountID, email string) (*Contact, error) {
+	norm, err := NormalizeEmail(email)
+	if err != nil {
+		return nil, err
+	}
+	if norm == "" {
+		return nil, Errorf(CodeValidation, "email must not be empty")
+	}
+	return s.oneContact(ctx, s.db.NewSelect().Where("account_id = ? AND email = ?", accountID, norm).Order("id").Limit(1))
+}
+
+func (s *Store) contactByEmailOnly(ctx context.Context, accountID, email string) (*Contact, error) {
+	return s.oneContact(ctx, s.db.NewSelect().Where("account_id = ? AND email = ? AND phone IS NULL", accountID, email))
+}
+
+func (s *Store) oneContact(ctx context.Context, q *bun.SelectQuery) (*Contact, error) {
+	c := new(Contact)
+	err := q.Model(c).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("contact")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("select contact: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,68 @@
+package models
+
+import (
+	"net/mail"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// NormalizePhone returns phone in E.164 form (+14155550123). The number must carry its country code
+// (a leading + or 00); otherwise, or when it cannot be a phone number of that country, the error is
+// INVALID_PHONE. Spaces, dots, dashes and brackets are allowed, as people type them.
+func NormalizePhone(phone string) (string, error) {
+	p := strings.TrimSpace(phone)
+	if p == "" {
+		return "", nil
+	}
+	if len(p) > 64 || !utf8.ValidString(p) {
+		return "", Errorf(CodeInvalidPhone, "phone %q is not a valid phone number", truncate(p, 64))
+	}
+	if strings.HasPrefix(p, "00") {
+		p = "+" + p[2:]
+	}
+	if !strings.HasPrefix(p, "+") {
+		return "", Errorf(CodeInvalidPhone, "phone %q has no country code: write it in international form, such as +14155550123", p)
+	}
+	num, err := phonenumbers.Parse(p, "")
+	if err != nil {
+		return "", Errorf(CodeInvalidPhone, "phone %q is not a valid phone number with a country code", p)
+	}
+	if phonenumbers.GetRegionCodeForCountryCode(int(num.GetCountryCode())) == "ZZ" {
+		return "", Errorf(CodeInvalidPhone, "phone %q has an unknown country code", p)
+	}
+	// IsPossibleNumber checks the length for the country; full validity (IsValidNumber) would reject
+	// test and newly allocated ranges that providers accept.
+	if !phonenumbers.IsPossibleNumber(num) {
+		return "", Errorf(CodeInvalidPhone, "phone %q has the wrong number of digits for its country", p)
+	}
+	return phonenumbers.Format(num, phonenumbers.E164), nil
+}
+
+// maxEmailLength is the longest address SMTP allows.
+const maxEmailLength = 254
+
+// NormalizeEmail trims and lower-cases email and checks that it is a plain address (no display name).
+// An empty input returns "" and no error; the caller decides whether email is required.
+func NormalizeEmail(email string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(email))
+	if e == "" {
+		return "", nil
+	}
+	if len(e) > maxEmailLength || !utf8.ValidString(e) {
+		return "", Errorf(CodeValidation, "email is not a valid email address")
+	}
+	addr, err := mail.ParseAddress(e)
+	if err != nil || addr.Address != e || addr.Name != "" {
+		return "", Errorf(CodeValidation, "email %q is not a valid email address", e)
+	}
+	return e, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,106 @@
+// Package models holds the domain: bun models, migrations, and the operations both binaries need, as
+// methods on Store. All SQL lives here, and it runs on PostgreSQL and on SQLite (standalone mode).
+package models
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/uptrace/bun/migrate"
+	_ "modernc.org/sqlite" // pure-Go SQLite driver, registered as "sqlite"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Store is the service's persistence: every domain operation is a method on it.
+type Store struct {
+	db *bun.DB
+}
+
+// OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker
+// process; poolSize <= 0 keeps the default.
+func OpenPostgres(url string, poolSize int) (*Store, error) {
+	sqldb := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(url)))
+	if poolSize > 0 {
+		sqldb.SetMaxOpenConns(poolSize)
+		sqldb.SetMaxIdleConns(poolSize)
+	}
+	return &Store{db: bun.NewDB(sqldb, pgdialect.New())}, nil
+}
+
+// OpenSQLite opens (creating if needed) the SQLite database file at path, for standalone mode and tests
+// on a machine with only Go.
+func OpenSQLite(path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	sqldb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	// SQLite allows one writer at a time; a single connection serializes every statement in the process
+	// instead of failing with SQLITE_BUSY under concurrent writes. Code inside RunInTx must therefore use
+	// the transaction it is given, never s.db.
+	sqldb.SetMaxOpenConns(1)
+	return &Store{db: bun.NewDB(sqldb, sqlitedialect.New())}, nil
+}
+
+// Close releases the connection pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// DB exposes the bun handle for tests and tools that inspect rows directly.
+func (s *Store) DB() *bun.DB { return s.db }
+
+// IsSQLite reports whether the store runs on SQLite.
+func (s *Store) IsSQLite() bool { return s.db.Dialect().Name() == dialect.SQLite }
+
+// Migrate applies every pending migration. It is safe to run again, and concurrent runs are serialized
+// by bun's migration lock.
+func (s *Store) Migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	migrations := migrate.NewMigrations()
+	if err := migrations.Discover(sub); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	m := migrate.NewMigrator(s.db, migrations)
+	if err := m.Init(ctx); err != nil {
+		return fmt.Errorf("migrate: init: %w", err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		return fmt.Errorf("migrate: lock (another migration running?): %w", err)
+	}
+	defer m.Unlock(ctx) //nolint:errcheck // the lock row is removed; a failure leaves nothing to undo
+	if _, err := m.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// isUniqueViolation reports whether err is a unique-constraint violation on either backend.
+func isUniqueViolation(err error) bool {
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		return pgErr.Field('C') == "23505"
+	}
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
