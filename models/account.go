@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -66,11 +68,13 @@ func CreditsToMilli(credits float64) (int64, error) {
 	if math.IsNaN(credits) || math.IsInf(credits, 0) || credits < 0 || credits > maxCredits {
 		return 0, Errorf(CodeValidation, "credits must be a finite number from 0 to %g", float64(maxCredits))
 	}
-	milli := math.Round(credits * creditScale)
-	if math.Abs(milli-credits*creditScale) > 1e-6*math.Max(1, milli) {
+	// The shortest decimal that reads back as credits is the one the client wrote (amounts arrive as JSON
+	// or flag text), so its decimal places are counted exactly. A tolerance on credits*1000 cannot do
+	// this: relative to a large amount, 1000.0004 is within rounding error and would be stored as 1000.
+	if _, frac, ok := strings.Cut(strconv.FormatFloat(credits, 'f', -1, 64), "."); ok && len(frac) > 3 {
 		return 0, Errorf(CodeValidation, "credits may have at most three decimal places")
 	}
-	return int64(milli), nil
+	return int64(math.Round(credits * creditScale)), nil
 }
 
 // NewAccount describes an account to create with the admin CLI.

@@ -22,10 +22,14 @@ const (
 // without a database round trip.
 const maxIDLength = 64
 
+// entropy makes ids created in the same millisecond by this process increase, so rows created in a
+// loop page in creation order.
+var entropy = &ulid.LockedMonotonicReader{MonotonicReader: ulid.Monotonic(rand.Reader, 0)}
+
 // newID returns a prefixed, lower-case ULID: unique, and sortable by creation time, which keyset
 // pagination relies on.
 func newID(prefix string) string {
-	return prefix + strings.ToLower(ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String())
+	return prefix + strings.ToLower(ulid.MustNew(ulid.Timestamp(time.Now()), entropy).String())
 }
 
 // now is the timestamp stored for new rows: UTC, at the microsecond precision PostgreSQL keeps, so a

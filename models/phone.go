@@ -46,11 +46,16 @@ const maxEmailLength = 254
 // NormalizeEmail trims and lower-cases email and checks that it is a plain address (no display name).
 // An empty input returns "" and no error; the caller decides whether email is required.
 func NormalizeEmail(email string) (string, error) {
+	// Check UTF-8 before lower-casing: strings.ToLower turns invalid bytes into U+FFFD, which would
+	// pass the check and be stored as part of the address.
+	if !utf8.ValidString(email) {
+		return "", Errorf(CodeValidation, "email is not a valid email address")
+	}
 	e := strings.ToLower(strings.TrimSpace(email))
 	if e == "" {
 		return "", nil
 	}
-	if len(e) > maxEmailLength || !utf8.ValidString(e) {
+	if len(e) > maxEmailLength {
 		return "", Errorf(CodeValidation, "email is not a valid email address")
 	}
 	addr, err := mail.ParseAddress(e)

@@ -1,0 +1,96 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"funnelchat/models"
+)
+
+// contactRequest accepts both body forms of SPEC.md 4.1: the API page's camelCase and the funnel
+// page's snake_case.
+type contactRequest struct {
+	FirstName      *string `json:"firstName"`
+	FirstNameSnake *string `json:"first_name"`
+	LastName       *string `json:"lastName"`
+	LastNameSnake  *string `json:"last_name"`
+	Phone          *string `json:"phone"`
+	PhoneNumber    *string `json:"phone_number"`
+	Email          *string `json:"email"`
+}
+
+func (r *contactRequest) input() (models.ContactInput, error) {
+	var in models.ContactInput
+	var err error
+	if in.FirstName, err = oneOf("firstName", r.FirstName, "first_name", r.FirstNameSnake); err != nil {
+		return in, err
+	}
+	if in.LastName, err = oneOf("lastName", r.LastName, "last_name", r.LastNameSnake); err != nil {
+		return in, err
+	}
+	if in.Phone, err = oneOf("phone", r.Phone, "phone_number", r.PhoneNumber); err != nil {
+		return in, err
+	}
+	if r.Email != nil {
+		in.Email = *r.Email
+	}
+	return in, nil
+}
+
+// createContact: POST /v1/contacts -> 201 with a new contact, 200 with the existing one.
+func (s *Server) createContact(c *fiber.Ctx) error {
+	var req contactRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	in, err := req.input()
+	if err != nil {
+		return err
+	}
+	contact, created, err := s.store.CreateOrGetContact(c.UserContext(), accountOf(c).ID, in)
+	if err != nil {
+		return err
+	}
+	status := fiber.StatusOK
+	if created {
+		status = fiber.StatusCreated
+	}
+	return c.Status(status).JSON(contact)
+}
+
+// findContact: GET /v1/contacts?phoneNumber=|email= (exactly one) -> 200 with the contact, or 404.
+func (s *Server) findContact(c *fiber.Ctx) error {
+	args := c.Context().QueryArgs()
+	hasPhone, hasEmail := args.Has("phoneNumber"), args.Has("email")
+	if hasPhone == hasEmail {
+		return models.Errorf(models.CodeValidation, "give exactly one of the query parameters phoneNumber and email")
+	}
+	acc := accountOf(c)
+	if hasEmail {
+		contact, err := s.store.ContactByEmail(c.UserContext(), acc.ID, c.Query("email"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(contact)
+	}
+	phone := c.Query("phoneNumber")
+	// An unencoded + in a query string arrives as a space; a phone never starts with a space.
+	if strings.HasPrefix(phone, " ") {
+		phone = "+" + strings.TrimLeft(phone, " ")
+	}
+	contact, err := s.store.ContactByPhone(c.UserContext(), acc.ID, phone)
+	if err != nil {
+		return err
+	}
+	return c.JSON(contact)
+}
+
+// getContact: GET /v1/contacts/{id}.
+func (s *Server) getContact(c *fiber.Ctx) error {
+	contact, err := s.store.ContactByID(c.UserContext(), accountOf(c).ID, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(contact)
+}

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"funnelchat/models"
+)
+
+// decodeJSON decodes the request body into v (a pointer to a struct). Unknown fields are ignored, so
+// clients can send more than we read; a field of the wrong type is VALIDATION_ERROR naming the field;
+// an empty body, a body that is not one JSON object, or trailing data is INVALID_JSON.
+func decodeJSON(c *fiber.Ctx, v any) error {
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return models.Errorf(models.CodeInvalidJSON, "request body is empty: send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			if typeErr.Field == "" {
+				return models.Errorf(models.CodeInvalidJSON, "request body must be a JSON object")
+			}
+			return models.Errorf(models.CodeValidation, "%s must be %s", typeErr.Field, jsonTypeName(typeErr.Type))
+		}
+		return models.Errorf(models.CodeInvalidJSON, "request body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return models.Errorf(models.CodeInvalidJSON, "request body must be exactly one JSON object")
+	}
+	return nil
+}
+
+func jsonTypeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + strings.TrimPrefix(jsonTypeName(t.Elem()), "a ") + "s"
+	case reflect.Pointer:
+		return jsonTypeName(t.Elem())
+	default:
+		return "an object"
+	}
+}
+
+// oneOf returns the value of a field that clients may send under two names (camelCase on the API page,
+// snake_case on the funnel page). Sending both with different values is VALIDATION_ERROR.
+func oneOf(camelName string, camel *string, snakeName string, snake *string) (string, error) {
+	switch {
+	case camel != nil && snake != nil && *camel != *snake:
+		return "", models.Errorf(models.CodeValidation, "%s and %s are the same field and disagree: send one", camelName, snakeName)
+	case camel != nil:
+		return *camel, nil
+	case snake != nil:
+		return *snake, nil
+	}
+	return "", nil
+}
+
+// pageOf reads ?limit= (default 50, 1..200) and ?cursor= for a paged listing.
+func pageOf(c *fiber.Ctx) (models.Page, error) {
+	p := models.Page{Limit: models.DefaultPageLimit, Cursor: strings.Clone(c.Query("cursor"))}
+	if raw := c.Query("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > models.MaxPageLimit {
+			return p, models.Errorf(models.CodeValidation, "limit must be a whole number from 1 to %d", models.MaxPageLimit)
+		}
+		p.Limit = n
+	}
+	if len(p.Cursor) > 64 || (p.Cursor != "" && !plainToken(p.Cursor, 64)) {
+		return p, models.Errorf(models.CodeValidation, "cursor is not a cursor this API returned")
+	}
+	return p, nil
+}
+
+// pageBody is the shape of every paged listing: {"data":[...],"nextCursor":string|null}.
+func pageBody[T any](items []T, next string) fiber.Map {
+	if items == nil {
+		items = []T{}
+	}
+	var cursor any
+	if next != "" {
+		cursor = next
+	}
+	return fiber.Map{"data": items, "nextCursor": cursor}
+}

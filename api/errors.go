@@ -1,0 +1,121 @@
+package api
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"funnelchat/models"
+)
+
+// Codes that only the HTTP layer produces.
+const (
+	codeHTTPSRequired    = "HTTPS_REQUIRED"
+	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	codePayloadTooLarge  = "PAYLOAD_TOO_LARGE"
+	codeRateLimited      = "RATE_LIMITED"
+	codeIdempotencyReuse = "IDEMPOTENCY_KEY_REUSED"
+)
+
+// incomingPath answers every error in the string form {"error":"..."} (SPEC.md section 7).
+const incomingPath = "/v1/incoming_custom_channel_message"
+
+var statusByCode = map[string]int{
+	models.CodeValidation:   fiber.StatusBadRequest,
+	models.CodeInvalidJSON:  fiber.StatusBadRequest,
+	models.CodeInvalidPhone: fiber.StatusBadRequest,
+	models.CodeUnauthorized: fiber.StatusUnauthorized,
+	models.CodeForbidden:    fiber.StatusForbidden,
+	codeHTTPSRequired:       fiber.StatusForbidden,
+	models.CodeNotFound:     fiber.StatusNotFound,
+	codeMethodNotAllowed:    fiber.StatusMethodNotAllowed,
+	models.CodeConflict:     fiber.StatusConflict,
+	codePayloadTooLarge:     fiber.StatusRequestEntityTooLarge,
+	codeIdempotencyReuse:    fiber.StatusUnprocessableEntity,
+	codeRateLimited:         fiber.StatusTooManyRequests,
+	models.CodeUnavailable:  fiber.StatusServiceUnavailable,
+	models.CodeInternal:     fiber.StatusInternalServerError,
+}
+
+// handleError is the one place where errors become status codes and bodies. Domain errors keep their
+// code and message; a failing dependency is 503 UNAVAILABLE; anything else is logged and answered as
+// 500 INTERNAL without detail.
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	status, code, msg := classify(err)
+	if status >= 500 {
+		s.log.ErrorContext(c.UserContext(), "request failed", "error", err.Error(), "code", code,
+			"method", c.Method(), "path", c.Path(), "request_id", requestIDOf(c))
+	}
+	if status == fiber.StatusServiceUnavailable {
+		c.Set(fiber.HeaderRetryAfter, "5")
+	}
+	if c.Path() == incomingPath {
+		return c.Status(status).JSON(fiber.Map{"error": msg})
+	}
+	return c.Status(status).JSON(fiber.Map{"error": fiber.Map{"code": code, "message": msg}})
+}
+
+func classify(err error) (status int, code, msg string) {
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case fiber.StatusNotFound:
+			return fe.Code, models.CodeNotFound, "no such endpoint"
+		case fiber.StatusMethodNotAllowed:
+			return fe.Code, codeMethodNotAllowed, "method not allowed on this endpoint"
+		case fiber.StatusRequestEntityTooLarge:
+			return fe.Code, codePayloadTooLarge, "request body is too large"
+		}
+		if fe.Code < 500 {
+			// Transport-level refusals from fasthttp (header too large, malformed request line...).
+			return fe.Code, models.CodeValidation, fe.Message
+		}
+		return fiber.StatusInternalServerError, models.CodeInternal, "internal error; retry shortly"
+	}
+	var de *models.Error
+	if errors.As(err, &de) {
+		if status, ok := statusByCode[de.Code]; ok {
+			return status, de.Code, de.Message
+		}
+		return fiber.StatusBadRequest, de.Code, de.Message
+	}
+	if isUnavailable(err) {
+		return fiber.StatusServiceUnavailable, models.CodeUnavailable, "a dependency is unavailable; retry shortly"
+	}
+	return fiber.StatusInternalServerError, models.CodeInternal, "internal error; retry shortly"
+}
+
+// isUnavailable reports whether err means the database or Redis could not be reached in time, as
+// opposed to a bug: the client may retry such a request.
+func isUnavailable(err error) bool {
+	var netErr net.Error
+	var pgErr pgdriver.Error
+	switch {
+	case errors.As(err, &netErr),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, redis.ErrClosed),
+		errors.Is(err, redis.ErrPoolTimeout):
+		return true
+	case errors.As(err, &pgErr):
+		// Class 08 is "connection exception"; 57P0x is a server shutting down or starting up.
+		state := pgErr.Field('C')
+		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P")
+	}
+	return false
+}

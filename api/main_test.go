@@ -1,0 +1,168 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"funnelchat/api"
+	"funnelchat/config"
+	"funnelchat/models"
+	"funnelchat/models/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
+
+// server is a real api server on a loopback port, backed by the package's database and Redis.
+type server struct {
+	*api.Server
+	URL string
+	cfg *config.Config
+}
+
+// startServer runs an api server with REQUIRE_HTTPS off unless overridden ("KEY=VALUE" pairs).
+func startServer(t *testing.T, overrides ...string) *server {
+	t.Helper()
+	cfg, err := config.Load(env.Getenv(append([]string{"REQUIRE_HTTPS=false"}, overrides...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: env.Redis, Logger: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		// A keep-alive connection the client dialed but never used holds fasthttp's graceful shutdown
+		// until its deadline; close the client's side first.
+		httpClient.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	scheme := "http"
+	if cfg.TLSEnabled() {
+		scheme = "https"
+	}
+	return &server{Server: srv, URL: scheme + "://" + ln.Addr().String(), cfg: cfg}
+}
+
+var accountSeq atomic.Int64
+
+// newAccount creates an account with a unique email and returns it with its raw API key.
+func newAccount(t *testing.T) (*models.Account, string) {
+	t.Helper()
+	email := fmt.Sprintf("owner%d-%d@example.com", time.Now().UnixNano(), accountSeq.Add(1))
+	created, err := env.Store.CreateAccount(context.Background(), models.NewAccount{Email: email})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created.Account, created.APIKey
+}
+
+// response is what a test reads back from the server.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map, failing the test with the body shown when it is not an object.
+func (r response) JSON(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response is not a JSON object: %v\n%s", err, r.Body)
+	}
+	return m
+}
+
+// errorCode returns error.code of an object-form error body.
+func (r response) errorCode(t *testing.T) string {
+	t.Helper()
+	e, ok := r.JSON(t)["error"].(map[string]any)
+	if !ok {
+		t.Fatalf("not an object-form error: %s", r.Body)
+	}
+	code, _ := e["code"].(string)
+	if msg, _ := e["message"].(string); msg == "" {
+		t.Fatalf("error without a message: %s", r.Body)
+	}
+	return code
+}
+
+// do sends a request. body is sent as is when it is a string or []byte, else JSON-encoded; headers are
+// "Name: value" strings. A key given is sent as x-api-key.
+func do(t *testing.T, method, url, key string, body any, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	for _, h := range headers {
+		name, value, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{Status: res.StatusCode, Header: res.Header, Body: raw}
+}
+
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+// expect fails the test unless the response has the status (and, for errors, the code).
+func expect(t *testing.T, r response, status int, code string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body: %s", r.Status, status, r.Body)
+	}
+	if code != "" {
+		if got := r.errorCode(t); got != code {
+			t.Fatalf("error code %q, want %q; body: %s", got, code, r.Body)
+		}
+	}
+}

@@ -1,0 +1,312 @@
+package config_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"funnelchat/config"
+)
+
+// env is a getenv backed by a map, so that tests never see the process environment.
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// production is an environment with both backend URLs set.
+func production(extra map[string]string) map[string]string {
+	vars := map[string]string{
+		"DATABASE_URL": "postgres://u:p@db.internal:5432/app?sslmode=disable",
+		"REDIS_URL":    "redis://cache.internal:6379/0",
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	return vars
+}
+
+// defaults is the configuration of DESIGN.md section 7 with nothing set (standalone mode).
+func defaults() *config.Config {
+	return &config.Config{
+		Port:                   8080,
+		DataDir:                "./data",
+		Standalone:             true,
+		RequireHTTPS:           false,
+		TrustProxy:             false,
+		RateLimitPerMinute:     600,
+		MaxBodyBytes:           10485760,
+		MaxMediaBytes:          5242880,
+		WebhookTimeout:         10 * time.Second,
+		WebhookRetrySchedule:   []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute},
+		WebhookAllowPrivate:    true,
+		CampaignSendsPerMinute: 20,
+		BotReplyCredits:        1,
+		WorkerConcurrency:      20,
+		SweepInterval:          time.Minute,
+		LogLevel:               slog.LevelInfo,
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Run("empty environment gives the documented defaults in standalone mode", func(t *testing.T) {
+		got, err := config.Load(env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(defaults(), got); diff != "" {
+			t.Errorf("config (-want +got):\n%s", diff)
+		}
+		if got.TLSEnabled() || got.LLMEnabled() {
+			t.Errorf("TLSEnabled=%v LLMEnabled=%v, want both false", got.TLSEnabled(), got.LLMEnabled())
+		}
+	})
+
+	t.Run("blank values count as unset", func(t *testing.T) {
+		got, err := config.Load(env(map[string]string{
+			"DATABASE_URL": "  ", "REDIS_URL": "", "PORT": " ", "LOG_LEVEL": "\t", "WEBHOOK_RETRY_SCHEDULE": " ",
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(defaults(), got); diff != "" {
+			t.Errorf("config (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("both URLs give production mode with production defaults", func(t *testing.T) {
+		got, err := config.Load(env(production(nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := defaults()
+		want.Standalone = false
+		want.RequireHTTPS = true
+		want.WebhookAllowPrivate = false
+		want.DatabaseURL = "postgres://u:p@db.internal:5432/app?sslmode=disable"
+		want.RedisURL = "redis://cache.internal:6379/0"
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("config (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestLoadModeOverrides(t *testing.T) {
+	tests := []struct {
+		name                string
+		vars                map[string]string
+		standalone          bool
+		requireHTTPS        bool
+		webhookAllowPrivate bool
+	}{
+		{
+			name:       "standalone can require HTTPS and forbid private webhooks",
+			vars:       map[string]string{"REQUIRE_HTTPS": "true", "WEBHOOK_ALLOW_PRIVATE": "false"},
+			standalone: true, requireHTTPS: true, webhookAllowPrivate: false,
+		},
+		{
+			name:       "production can drop HTTPS and allow private webhooks",
+			vars:       production(map[string]string{"REQUIRE_HTTPS": "false", "WEBHOOK_ALLOW_PRIVATE": "true"}),
+			standalone: false, requireHTTPS: false, webhookAllowPrivate: true,
+		},
+		{
+			name:       "booleans accept strconv forms",
+			vars:       production(map[string]string{"REQUIRE_HTTPS": "0", "WEBHOOK_ALLOW_PRIVATE": "TRUE"}),
+			standalone: false, requireHTTPS: false, webhookAllowPrivate: true,
+		},
+		{
+			name:       "postgresql scheme and rediss are accepted",
+			vars:       map[string]string{"DATABASE_URL": "postgresql://db/app", "REDIS_URL": "rediss://cache:6380"},
+			standalone: false, requireHTTPS: true, webhookAllowPrivate: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := config.Load(env(tt.vars))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Standalone != tt.standalone || got.RequireHTTPS != tt.requireHTTPS || got.WebhookAllowPrivate != tt.webhookAllowPrivate {
+				t.Errorf("Standalone=%v RequireHTTPS=%v WebhookAllowPrivate=%v, want %v %v %v",
+					got.Standalone, got.RequireHTTPS, got.WebhookAllowPrivate,
+					tt.standalone, tt.requireHTTPS, tt.webhookAllowPrivate)
+			}
+		})
+	}
+}
+
+func TestLoadValues(t *testing.T) {
+	got, err := config.Load(env(production(map[string]string{
+		"PORT":                      " 3000 ",
+		"DATA_DIR":                  "/var/lib/funnelchat",
+		"TRUST_PROXY":               "true",
+		"TLS_CERT_FILE":             "/tls/cert.pem",
+		"TLS_KEY_FILE":              "/tls/key.pem",
+		"RATE_LIMIT_PER_MINUTE":     "60",
+		"MAX_BODY_BYTES":            "2048",
+		"MAX_MEDIA_BYTES":           "1",
+		"WEBHOOK_TIMEOUT":           "1500ms",
+		"WEBHOOK_RETRY_SCHEDULE":    "1s, 2m30s ,1h",
+		"CAMPAIGN_SENDS_PER_MINUTE": "100000",
+		"BOT_LLM_BASE_URL":          "https://api.openai.com/v1/",
+		"BOT_LLM_API_KEY":           "sk-test",
+		"BOT_LLM_MODEL":             "gpt-4o-mini",
+		"BOT_REPLY_CREDITS":         "0.5",
+		"WORKER_CONCURRENCY":        "3",
+		"SWEEP_INTERVAL":            "30s",
+		"ADMIN_USER":                "ops",
+		"ADMIN_PASSWORD":            "secret",
+		"LOG_LEVEL":                 "DEBUG",
+		"SMS_API_BASE_URL":          "http://127.0.0.1:9000",
+		"WHATSAPP_API_BASE_URL":     "https://graph.facebook.com/v19.0",
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &config.Config{
+		Port:                   3000,
+		DatabaseURL:            "postgres://u:p@db.internal:5432/app?sslmode=disable",
+		RedisURL:               "redis://cache.internal:6379/0",
+		DataDir:                "/var/lib/funnelchat",
+		RequireHTTPS:           true,
+		TrustProxy:             true,
+		TLSCertFile:            "/tls/cert.pem",
+		TLSKeyFile:             "/tls/key.pem",
+		RateLimitPerMinute:     60,
+		MaxBodyBytes:           2048,
+		MaxMediaBytes:          1,
+		WebhookTimeout:         1500 * time.Millisecond,
+		WebhookRetrySchedule:   []time.Duration{time.Second, 150 * time.Second, time.Hour},
+		CampaignSendsPerMinute: 100000,
+		BotLLMBaseURL:          "https://api.openai.com/v1",
+		BotLLMAPIKey:           "sk-test",
+		BotLLMModel:            "gpt-4o-mini",
+		BotReplyCredits:        0.5,
+		WorkerConcurrency:      3,
+		SweepInterval:          30 * time.Second,
+		AdminUser:              "ops",
+		AdminPassword:          "secret",
+		LogLevel:               slog.LevelDebug,
+		SMSAPIBaseURL:          "http://127.0.0.1:9000",
+		WhatsAppAPIBaseURL:     "https://graph.facebook.com/v19.0",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if !got.TLSEnabled() || !got.LLMEnabled() {
+		t.Errorf("TLSEnabled=%v LLMEnabled=%v, want both true", got.TLSEnabled(), got.LLMEnabled())
+	}
+
+	for _, level := range []struct {
+		in   string
+		want slog.Level
+	}{{"debug", slog.LevelDebug}, {"info", slog.LevelInfo}, {"warn", slog.LevelWarn}, {"error", slog.LevelError}} {
+		t.Run("LOG_LEVEL "+level.in, func(t *testing.T) {
+			got, err := config.Load(env(map[string]string{"LOG_LEVEL": level.in}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.LogLevel != level.want {
+				t.Errorf("LogLevel = %v, want %v", got.LogLevel, level.want)
+			}
+		})
+	}
+	t.Run("zero bot reply credits are allowed", func(t *testing.T) {
+		got, err := config.Load(env(map[string]string{"BOT_REPLY_CREDITS": "0"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.BotReplyCredits != 0 {
+			t.Errorf("BotReplyCredits = %v, want 0", got.BotReplyCredits)
+		}
+	})
+}
+
+func TestLoadOneURLOnly(t *testing.T) {
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		missing string
+	}{
+		{"only DATABASE_URL names REDIS_URL as missing", map[string]string{"DATABASE_URL": "postgres://db/app"}, "REDIS_URL"},
+		{"only REDIS_URL names DATABASE_URL as missing", map[string]string{"REDIS_URL": "redis://cache:6379"}, "DATABASE_URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := config.Load(env(tt.vars))
+			if err == nil {
+				t.Fatalf("Load succeeded with %+v, want an error", got)
+			}
+			if !strings.Contains(err.Error(), tt.missing+" is not") {
+				t.Errorf("error %q does not say that %s is not set", err, tt.missing)
+			}
+		})
+	}
+}
+
+func TestLoadInvalid(t *testing.T) {
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		wantVar string // the variable the error must name
+	}{
+		{"PORT not a number", map[string]string{"PORT": "http"}, "PORT"},
+		{"PORT zero", map[string]string{"PORT": "0"}, "PORT"},
+		{"PORT above 65535", map[string]string{"PORT": "65536"}, "PORT"},
+		{"PORT negative", map[string]string{"PORT": "-80"}, "PORT"},
+		{"DATABASE_URL not postgres", production(map[string]string{"DATABASE_URL": "mysql://db/app"}), "DATABASE_URL"},
+		{"DATABASE_URL without scheme", production(map[string]string{"DATABASE_URL": "db.internal:5432/app"}), "DATABASE_URL"},
+		{"REDIS_URL not redis", production(map[string]string{"REDIS_URL": "http://cache:6379"}), "REDIS_URL"},
+		{"REDIS_URL unparsable", production(map[string]string{"REDIS_URL": "redis://cache:port"}), "REDIS_URL"},
+		{"REQUIRE_HTTPS not a bool", map[string]string{"REQUIRE_HTTPS": "yes"}, "REQUIRE_HTTPS"},
+		{"TRUST_PROXY not a bool", map[string]string{"TRUST_PROXY": "maybe"}, "TRUST_PROXY"},
+		{"WEBHOOK_ALLOW_PRIVATE not a bool", map[string]string{"WEBHOOK_ALLOW_PRIVATE": "2"}, "WEBHOOK_ALLOW_PRIVATE"},
+		{"TLS_CERT_FILE without key", map[string]string{"TLS_CERT_FILE": "/tls/cert.pem"}, "TLS_KEY_FILE"},
+		{"TLS_KEY_FILE without cert", map[string]string{"TLS_KEY_FILE": "/tls/key.pem"}, "TLS_CERT_FILE"},
+		{"RATE_LIMIT_PER_MINUTE zero", map[string]string{"RATE_LIMIT_PER_MINUTE": "0"}, "RATE_LIMIT_PER_MINUTE"},
+		{"RATE_LIMIT_PER_MINUTE fractional", map[string]string{"RATE_LIMIT_PER_MINUTE": "1.5"}, "RATE_LIMIT_PER_MINUTE"},
+		{"MAX_BODY_BYTES below 1 KiB", map[string]string{"MAX_BODY_BYTES": "100"}, "MAX_BODY_BYTES"},
+		{"MAX_BODY_BYTES with unit", map[string]string{"MAX_BODY_BYTES": "10MB"}, "MAX_BODY_BYTES"},
+		{"MAX_MEDIA_BYTES negative", map[string]string{"MAX_MEDIA_BYTES": "-1"}, "MAX_MEDIA_BYTES"},
+		{"WEBHOOK_TIMEOUT zero", map[string]string{"WEBHOOK_TIMEOUT": "0s"}, "WEBHOOK_TIMEOUT"},
+		{"WEBHOOK_TIMEOUT negative", map[string]string{"WEBHOOK_TIMEOUT": "-5s"}, "WEBHOOK_TIMEOUT"},
+		{"WEBHOOK_TIMEOUT without unit", map[string]string{"WEBHOOK_TIMEOUT": "10"}, "WEBHOOK_TIMEOUT"},
+		{"WEBHOOK_RETRY_SCHEDULE not durations", map[string]string{"WEBHOOK_RETRY_SCHEDULE": "soon"}, "WEBHOOK_RETRY_SCHEDULE"},
+		{"WEBHOOK_RETRY_SCHEDULE empty element", map[string]string{"WEBHOOK_RETRY_SCHEDULE": "5s,,30s"}, "WEBHOOK_RETRY_SCHEDULE"},
+		{"WEBHOOK_RETRY_SCHEDULE negative element", map[string]string{"WEBHOOK_RETRY_SCHEDULE": "5s,-1s"}, "WEBHOOK_RETRY_SCHEDULE"},
+		{"WEBHOOK_RETRY_SCHEDULE zero element", map[string]string{"WEBHOOK_RETRY_SCHEDULE": "0s,30s"}, "WEBHOOK_RETRY_SCHEDULE"},
+		{"WEBHOOK_RETRY_SCHEDULE element without unit", map[string]string{"WEBHOOK_RETRY_SCHEDULE": "5s,30"}, "WEBHOOK_RETRY_SCHEDULE"},
+		{"CAMPAIGN_SENDS_PER_MINUTE zero", map[string]string{"CAMPAIGN_SENDS_PER_MINUTE": "0"}, "CAMPAIGN_SENDS_PER_MINUTE"},
+		{"BOT_LLM_BASE_URL not http", map[string]string{"BOT_LLM_BASE_URL": "ftp://llm.internal/v1", "BOT_LLM_MODEL": "m"}, "BOT_LLM_BASE_URL"},
+		{"BOT_LLM_BASE_URL without scheme", map[string]string{"BOT_LLM_BASE_URL": "api.openai.com/v1", "BOT_LLM_MODEL": "m"}, "BOT_LLM_BASE_URL"},
+		{"BOT_LLM_BASE_URL without model", map[string]string{"BOT_LLM_BASE_URL": "https://api.openai.com/v1"}, "BOT_LLM_MODEL"},
+		{"BOT_REPLY_CREDITS negative", map[string]string{"BOT_REPLY_CREDITS": "-1"}, "BOT_REPLY_CREDITS"},
+		{"BOT_REPLY_CREDITS NaN", map[string]string{"BOT_REPLY_CREDITS": "NaN"}, "BOT_REPLY_CREDITS"},
+		{"BOT_REPLY_CREDITS infinite", map[string]string{"BOT_REPLY_CREDITS": "+Inf"}, "BOT_REPLY_CREDITS"},
+		{"BOT_REPLY_CREDITS not a number", map[string]string{"BOT_REPLY_CREDITS": "one"}, "BOT_REPLY_CREDITS"},
+		{"WORKER_CONCURRENCY zero", map[string]string{"WORKER_CONCURRENCY": "0"}, "WORKER_CONCURRENCY"},
+		{"SWEEP_INTERVAL zero", map[string]string{"SWEEP_INTERVAL": "0"}, "SWEEP_INTERVAL"},
+		{"SWEEP_INTERVAL negative", map[string]string{"SWEEP_INTERVAL": "-1m"}, "SWEEP_INTERVAL"},
+		{"ADMIN_USER without password", map[string]string{"ADMIN_USER": "ops"}, "ADMIN_PASSWORD"},
+		{"ADMIN_PASSWORD without user", map[string]string{"ADMIN_PASSWORD": "secret"}, "ADMIN_USER"},
+		{"LOG_LEVEL unknown", map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL"},
+		{"SMS_API_BASE_URL without scheme", map[string]string{"SMS_API_BASE_URL": "localhost:9000"}, "SMS_API_BASE_URL"},
+		{"WHATSAPP_API_BASE_URL without host", map[string]string{"WHATSAPP_API_BASE_URL": "https://"}, "WHATSAPP_API_BASE_URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := config.Load(env(tt.vars))
+			if err == nil {
+				t.Fatalf("Load succeeded with %+v, want an error naming %s", got, tt.wantVar)
+			}
+			if got != nil {
+				t.Errorf("Load returned a config along with error %q", err)
+			}
+			if !strings.Contains(err.Error(), tt.wantVar) {
+				t.Errorf("error %q does not name %s", err, tt.wantVar)
+			}
+		})
+	}
+}

@@ -1,0 +1,222 @@
+// Package testenv gives each test package its own database and its own Redis: real PostgreSQL and
+// Redis when TEST_DATABASE_URL and TEST_REDIS_URL are set, SQLite and miniredis otherwise, so the same
+// behaviour suite runs on both backends. A configured service that does not answer fails the run; it
+// is never skipped.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"funnelchat/models"
+
+	"database/sql"
+)
+
+// Env is one test package's backends.
+type Env struct {
+	// Backend is "postgres" or "sqlite".
+	Backend string
+	Store   *models.Store
+	// DatabaseURL is the package's own PostgreSQL database, empty on SQLite.
+	DatabaseURL string
+	// SQLitePath is the package's SQLite file, empty on PostgreSQL.
+	SQLitePath string
+	Redis      *redis.Client
+	// RedisURL addresses the package's own Redis (a claimed database number, or a miniredis).
+	RedisURL string
+	Asynq    asynq.RedisConnOpt
+
+	cleanup []func()
+}
+
+// Postgres reports whether the real services are in use.
+func (e *Env) Postgres() bool { return e.Backend == "postgres" }
+
+// Main sets up the package's backends in *env, runs the tests and tears down; use it as
+// func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }.
+func Main(m *testing.M, env **Env) int {
+	e, err := Setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	e.Close()
+	return code
+}
+
+// Setup creates and migrates a fresh database and claims a fresh Redis.
+func Setup() (*Env, error) {
+	e := &Env{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dbURL, redisURL := os.Getenv("TEST_DATABASE_URL"), os.Getenv("TEST_REDIS_URL")
+	if (dbURL == "") != (redisURL == "") {
+		return nil, errors.New("set both TEST_DATABASE_URL and TEST_REDIS_URL, or neither")
+	}
+	var err error
+	if dbURL != "" {
+		e.Backend = "postgres"
+		err = e.setupPostgres(ctx, dbURL)
+		if err == nil {
+			err = e.setupRedis(ctx, redisURL)
+		}
+	} else {
+		e.Backend = "sqlite"
+		err = e.setupEmbedded()
+	}
+	if err == nil {
+		err = e.Store.Migrate(ctx)
+	}
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close drops the database and empties the Redis database it claimed.
+func (e *Env) Close() {
+	for i := len(e.cleanup) - 1; i >= 0; i-- {
+		e.cleanup[i]()
+	}
+	e.cleanup = nil
+}
+
+func (e *Env) setupPostgres(ctx context.Context, adminURL string) error {
+	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(adminURL)))
+	defer admin.Close()
+	if err := admin.PingContext(ctx); err != nil {
+		return fmt.Errorf("TEST_DATABASE_URL does not answer: %w", err)
+	}
+	name := "funnelchat_test_" + randomHex(6)
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return fmt.Errorf("create test database: %w", err)
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return err
+	}
+	u.Path = "/" + name
+	e.DatabaseURL = u.String()
+	e.cleanup = append(e.cleanup, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(adminURL)))
+		defer admin.Close()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv: drop database:", err)
+		}
+	})
+	store, err := models.OpenPostgres(e.DatabaseURL, 40)
+	if err != nil {
+		return err
+	}
+	e.Store = store
+	e.cleanup = append(e.cleanup, func() { _ = store.Close() })
+	return nil
+}
+
+// lockKey marks a Redis database number as taken by a running test package. asynq's keys are global
+// within a database, so packages running in parallel must not share one.
+const lockKey = "funnelchat:testenv:lock"
+
+func (e *Env) setupRedis(ctx context.Context, baseURL string) error {
+	opt, err := redis.ParseURL(baseURL)
+	if err != nil {
+		return fmt.Errorf("TEST_REDIS_URL: %w", err)
+	}
+	for db := 1; db < 16; db++ {
+		o := *opt
+		o.DB = db
+		client := redis.NewClient(&o)
+		ok, err := client.SetNX(ctx, lockKey, os.Getpid(), time.Hour).Result()
+		if err != nil {
+			_ = client.Close()
+			return fmt.Errorf("TEST_REDIS_URL does not answer: %w", err)
+		}
+		if !ok {
+			_ = client.Close()
+			continue
+		}
+		// Empty the database but keep our claim on it.
+		if err := client.FlushDB(ctx).Err(); err != nil {
+			return err
+		}
+		client.Set(ctx, lockKey, os.Getpid(), time.Hour)
+		e.Redis = client
+		u, _ := url.Parse(baseURL)
+		u.Path = fmt.Sprintf("/%d", db)
+		e.RedisURL = u.String()
+		e.Asynq = asynq.RedisClientOpt{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: db, TLSConfig: o.TLSConfig}
+		e.cleanup = append(e.cleanup, func() {
+			_ = client.FlushDB(context.Background()).Err()
+			_ = client.Close()
+		})
+		return nil
+	}
+	return errors.New("no free Redis database (1-15) for this test package: are stale test processes running?")
+}
+
+func (e *Env) setupEmbedded() error {
+	dir, err := os.MkdirTemp("", "funnelchat-test-")
+	if err != nil {
+		return err
+	}
+	e.cleanup = append(e.cleanup, func() { _ = os.RemoveAll(dir) })
+	e.SQLitePath = filepath.Join(dir, "test.db")
+	store, err := models.OpenSQLite(e.SQLitePath)
+	if err != nil {
+		return err
+	}
+	e.Store = store
+	e.cleanup = append(e.cleanup, func() { _ = store.Close() })
+
+	mini := miniredis.NewMiniRedis()
+	if err := mini.StartAddr("127.0.0.1:0"); err != nil {
+		return err
+	}
+	e.cleanup = append(e.cleanup, mini.Close)
+	e.RedisURL = "redis://" + mini.Addr()
+	e.Redis = redis.NewClient(&redis.Options{Addr: mini.Addr()})
+	e.cleanup = append(e.cleanup, func() { _ = e.Redis.Close() })
+	e.Asynq = asynq.RedisClientOpt{Addr: mini.Addr()}
+	return nil
+}
+
+// Getenv returns a getenv function for config.Load: the package's backends as DATABASE_URL and
+// REDIS_URL (none on SQLite), with overrides on top ("KEY=VALUE" pairs).
+func (e *Env) Getenv(overrides ...string) func(string) string {
+	vars := map[string]string{}
+	if e.Postgres() {
+		vars["DATABASE_URL"] = e.DatabaseURL
+		vars["REDIS_URL"] = e.RedisURL
+	}
+	for _, kv := range overrides {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	return func(k string) string { return vars[k] }
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
