@@ -7,6 +7,7 @@ package testenv
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -23,8 +24,6 @@ import (
 	"github.com/uptrace/bun/driver/pgdriver"
 
 	"funnelchat/models"
-
-	"database/sql"
 )
 
 // Env is one test package's backends.
@@ -47,15 +46,23 @@ type Env struct {
 // Postgres reports whether the real services are in use.
 func (e *Env) Postgres() bool { return e.Backend == "postgres" }
 
-// Main sets up the package's backends in *env, runs the tests and tears down; use it as
-// func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }.
-func Main(m *testing.M, env **Env) int {
+// Main sets up the package's backends in *env, runs the package's own setup functions, runs the tests
+// and tears down; use it as func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }. A setup
+// failure fails the package.
+func Main(m *testing.M, env **Env, setup ...func() error) int {
 	e, err := Setup()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
 		return 1
 	}
 	*env = e
+	for _, f := range setup {
+		if err := f(); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv: setup:", err)
+			e.Close()
+			return 1
+		}
+	}
 	code := m.Run()
 	e.Close()
 	return code

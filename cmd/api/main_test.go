@@ -1,0 +1,334 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"funnelchat/models/testenv"
+)
+
+// These tests run the real binaries as processes, as an operator would: admin, api and worker.
+
+var (
+	env    *testenv.Env
+	binDir string
+)
+
+func TestMain(m *testing.M) {
+	code := testenv.Main(m, &env, func() error {
+		dir, err := os.MkdirTemp("", "funnelchat-bin-")
+		if err != nil {
+			return err
+		}
+		binDir = dir
+		root, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			return err
+		}
+		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/api", "./cmd/worker", "./cmd/admin")
+		build.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("build binaries: %v\n%s", err, out)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// process is a running binary whose output is collected.
+type process struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan error
+}
+
+func (p *process) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func (p *process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func start(t *testing.T, environ []string, name string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(filepath.Join(binDir, name), args...), done: make(chan error, 1)}
+	p.cmd.Env = environ
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.output())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit within 10 s (DESIGN.md section 8).
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err // let the cleanup's receive return
+		if err != nil {
+			t.Fatalf("%s exited with %v after SIGTERM\n%s", p.cmd.Path, err, p.output())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s still running 10 s after SIGTERM", p.cmd.Path)
+	}
+}
+
+// admin runs the admin binary and decodes its JSON output.
+func admin(t *testing.T, environ []string, args ...string) map[string]any {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "admin"), args...)
+	cmd.Env = environ
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("admin %v: %v\n%s", args, err, stderr.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatalf("admin %v printed %q: %v", args, out, err)
+	}
+	return m
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// baseEnv is the environment of every process: PATH and HOME only, plus the test's variables.
+func baseEnv(vars ...string) []string {
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, vars...)
+}
+
+func call(t *testing.T, method, url, key string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	raw, _ := io.ReadAll(res.Body)
+	_ = json.Unmarshal(raw, &m)
+	return res.StatusCode, m
+}
+
+func waitReady(t *testing.T, base string, p *process) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if res, err := http.Get(base + "/readyz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("api exited early: %v\n%s", err, p.output())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("api not ready after 30 s\n%s", p.output())
+}
+
+// operatorFlow is the walk-through of the foundation's "done when": create a contact (201), again
+// (200, same id), find it by phone and email, add it to a new list (201, then 200), and rotate the key.
+func operatorFlow(t *testing.T, base, key string) {
+	t.Helper()
+	status, c := call(t, "POST", base+"/v1/contacts", key, map[string]any{"phone": "+14155550123", "firstName": "Ann", "email": "ann@example.com"})
+	if status != http.StatusCreated {
+		t.Fatalf("create contact: %d %v", status, c)
+	}
+	status, again := call(t, "POST", base+"/v1/contacts", key, map[string]any{"phone_number": "+14155550123", "first_name": "Ann"})
+	if status != http.StatusOK || again["id"] != c["id"] {
+		t.Fatalf("create again: %d %v, want 200 with id %v", status, again, c["id"])
+	}
+	for _, q := range []string{"phoneNumber=%2B14155550123", "email=ann@example.com"} {
+		status, found := call(t, "GET", base+"/v1/contacts?"+q, key, nil)
+		if status != http.StatusOK || found["id"] != c["id"] {
+			t.Fatalf("lookup %s: %d %v", q, status, found)
+		}
+	}
+	status, l := call(t, "POST", base+"/v1/lists", key, map[string]any{"name": "Leads"})
+	if status != http.StatusCreated {
+		t.Fatalf("create list: %d %v", status, l)
+	}
+	for _, want := range []int{http.StatusCreated, http.StatusOK} {
+		status, m := call(t, "POST", base+"/v1/lists/"+l["id"].(string)+"/contacts", key, map[string]any{"contact_id": c["id"]})
+		if status != want {
+			t.Fatalf("add to list: %d %v, want %d", status, m, want)
+		}
+	}
+	status, rotated := call(t, "POST", base+"/v1/api_key", key, nil)
+	newKey, _ := rotated["apiKey"].(string)
+	if status != http.StatusCreated || newKey == "" {
+		t.Fatalf("rotate: %d %v", status, rotated)
+	}
+	if status, _ := call(t, "GET", base+"/v1/lists", key, nil); status != http.StatusUnauthorized {
+		t.Fatalf("old key after rotation: %d, want 401", status)
+	}
+	if status, _ := call(t, "GET", base+"/v1/lists", newKey, nil); status != http.StatusOK {
+		t.Fatalf("new key: %d, want 200", status)
+	}
+}
+
+// TestProductionDeployment runs admin, api and worker as processes on the backend under test: the
+// real PostgreSQL and Redis when configured, else the standalone pair in a fresh DATA_DIR (where
+// admin works on the same SQLite file the api uses).
+func TestProductionDeployment(t *testing.T) {
+	port := freePort(t)
+	base := "http://127.0.0.1:" + port
+	var environ []string
+	if env.Postgres() {
+		environ = baseEnv("DATABASE_URL="+env.DatabaseURL, "REDIS_URL="+env.RedisURL, "REQUIRE_HTTPS=false", "PORT="+port)
+	} else {
+		environ = baseEnv("DATA_DIR="+t.TempDir(), "PORT="+port)
+	}
+	if got := admin(t, environ, "migrate"); got["migrated"] != true {
+		t.Fatalf("migrate printed %v", got)
+	}
+	created := admin(t, environ, "account", "create", "--email", "A@Example.com")
+	key, _ := created["apiKey"].(string)
+	if created["email"] != "a@example.com" || key == "" || created["accountId"] == nil || created["userId"] == nil {
+		t.Fatalf("account create printed %v", created)
+	}
+
+	api := start(t, environ, "api")
+	var worker *process
+	if env.Postgres() {
+		worker = start(t, environ, "worker")
+	}
+	waitReady(t, base, api)
+	operatorFlow(t, base, key)
+
+	api.stop(t)
+	if worker != nil {
+		worker.stop(t)
+		if !strings.Contains(worker.output(), "worker started") {
+			t.Fatalf("worker did not report starting:\n%s", worker.output())
+		}
+	}
+}
+
+func TestStandaloneModePrintsDemoKeyOnce(t *testing.T) {
+	port := freePort(t)
+	base := "http://127.0.0.1:" + port
+	environ := baseEnv("DATA_DIR="+t.TempDir(), "PORT="+port)
+
+	api := start(t, environ, "api")
+	waitReady(t, base, api)
+	key := demoKey(t, api.output())
+	if !strings.Contains(api.output(), "do not survive a restart") {
+		t.Fatalf("start-up log does not warn that queued jobs are lost on restart:\n%s", api.output())
+	}
+	operatorFlow(t, base, key)
+	api.stop(t)
+
+	// Second start on the same DATA_DIR: no new demo key, the data is still there.
+	api = start(t, environ, "api")
+	waitReady(t, base, api)
+	if strings.Contains(api.output(), "demo API key:") {
+		t.Fatalf("demo key printed again:\n%s", api.output())
+	}
+	rotated := admin(t, environ, "key", "rotate", "--email", "demo@example.com")
+	status, found := call(t, "GET", base+"/v1/contacts?email=ann@example.com", rotated["apiKey"].(string), nil)
+	if status != http.StatusOK || found["phone"] != "+14155550123" {
+		t.Fatalf("contact lost across restart: %d %v", status, found)
+	}
+	api.stop(t)
+}
+
+func TestConfigurationErrorsStopStartUp(t *testing.T) {
+	cases := map[string][]string{
+		"only DATABASE_URL": {"DATABASE_URL=postgres://postgres@127.0.0.1:5432/test"},
+		"only REDIS_URL":    {"REDIS_URL=redis://127.0.0.1:6379"},
+		"bad PORT":          {"PORT=http", "DATA_DIR=" + t.TempDir()},
+	}
+	for name, vars := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, bin := range []string{"api", "worker"} {
+				cmd := exec.Command(filepath.Join(binDir, bin))
+				cmd.Env = baseEnv(vars...)
+				out, err := cmd.CombinedOutput()
+				if err == nil {
+					t.Fatalf("%s started with %v", bin, vars)
+				}
+				variable, _, _ := strings.Cut(vars[0], "=")
+				if name != "only DATABASE_URL" && name != "only REDIS_URL" {
+					variable = "PORT"
+				}
+				if !strings.Contains(string(out), variable) {
+					t.Fatalf("%s error does not name %s: %s", bin, variable, out)
+				}
+			}
+		})
+	}
+	t.Run("worker refuses standalone mode", func(t *testing.T) {
+		cmd := exec.Command(filepath.Join(binDir, "worker"))
+		cmd.Env = baseEnv("DATA_DIR=" + t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "standalone") {
+			t.Fatalf("worker in standalone mode: err=%v out=%s", err, out)
+		}
+	})
+}
+
+func demoKey(t *testing.T, output string) string {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(output))
+	for sc.Scan() {
+		if k, ok := strings.CutPrefix(sc.Text(), "demo API key: "); ok {
+			return strings.TrimSpace(k)
+		}
+	}
+	t.Fatalf("no demo API key line in:\n%s", output)
+	return ""
+}
