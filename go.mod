@@ -1,5 +1,7 @@
 module funnelchat
 
+// +heroku install ./cmd/...
+
 go 1.26.8
 
 require (
