@@ -213,8 +213,9 @@ func (r *reader) nonNegativeFloat(name string, def float64) float64 {
 		return def
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 || f > 1e9 || f != f {
-		r.fail(name, "must be a number from 0 to 1e9, got %q", v)
+	_, frac, _ := strings.Cut(strconv.FormatFloat(f, 'f', -1, 64), ".")
+	if err != nil || f < 0 || f > 1e9 || f != f || len(frac) > 3 {
+		r.fail(name, "must be a number from 0 to 1e9 with at most three decimal places, got %q", v)
 		return def
 	}
 	return f

@@ -19,6 +19,11 @@ func NormalizePhone(phone string) (string, error) {
 	if len(p) > 64 || !utf8.ValidString(p) {
 		return "", Errorf(CodeInvalidPhone, "phone %q is not a valid phone number", truncate(p, 64))
 	}
+	// Only the characters people type in a number: letters (vanity numbers, "ext 12") would be turned
+	// into digits or dropped silently by the parser.
+	if strings.IndexFunc(p, func(r rune) bool { return !strings.ContainsRune("+0123456789 -.()/", r) }) >= 0 {
+		return "", Errorf(CodeInvalidPhone, "phone %q may contain only digits, a leading +, spaces, dashes, dots and brackets", p)
+	}
 	if strings.HasPrefix(p, "00") {
 		p = "+" + p[2:]
 	}

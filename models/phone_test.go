@@ -54,6 +54,8 @@ func TestNormalizePhoneInvalid(t *testing.T) {
 		{"letters only", "hello"},
 		{"plus and letters", "+abc"},
 		{"digits followed by a word", "+1 415 555 0123 abc"},
+		{"vanity letters", "+1 800 FLOWERS"},
+		{"extension", "+1 415 555 0123 ext 99"},
 		{"plus alone", "+"},
 		{"00 alone", "00"},
 		{"overlong input", "+1 " + strings.Repeat("5", 70)},

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"funnelchat/cmd/internal/boot"
+	"funnelchat/config"
 	"funnelchat/models"
 )
 
@@ -29,10 +31,25 @@ func main() {
 }
 
 func run(args []string, out io.Writer) error {
-	if len(args) == 0 {
+	var command func(context.Context, *models.Store, []string, io.Writer) error
+	var rest []string
+	switch {
+	case len(args) == 0:
 		return errors.New("no command given\n" + usage)
+	case args[0] == "migrate" && len(args) == 1:
+		command = migrate
+	case len(args) >= 2 && args[0] == "account" && args[1] == "create":
+		command, rest = accountCreate, args[2:]
+	case len(args) >= 2 && args[0] == "key" && args[1] == "rotate":
+		command, rest = keyRotate, args[2:]
+	default:
+		return fmt.Errorf("unknown command %q\n%s", strings.Join(args, " "), usage)
 	}
-	cfg := boot.LoadConfig()
+
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return err
+	}
 	store, err := boot.OpenStore(cfg, 2)
 	if err != nil {
 		return err
@@ -40,19 +57,14 @@ func run(args []string, out io.Writer) error {
 	defer store.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	return command(ctx, store, rest, out)
+}
 
-	switch {
-	case args[0] == "migrate":
-		if err := store.Migrate(ctx); err != nil {
-			return err
-		}
-		return printJSON(out, map[string]any{"migrated": true})
-	case len(args) >= 2 && args[0] == "account" && args[1] == "create":
-		return accountCreate(ctx, store, args[2:], out)
-	case len(args) >= 2 && args[0] == "key" && args[1] == "rotate":
-		return keyRotate(ctx, store, args[2:], out)
+func migrate(ctx context.Context, store *models.Store, _ []string, out io.Writer) error {
+	if err := store.Migrate(ctx); err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown command %q\n%s", args, usage)
+	return printJSON(out, map[string]any{"migrated": true})
 }
 
 func accountCreate(ctx context.Context, store *models.Store, args []string, out io.Writer) error {
