@@ -21,7 +21,6 @@ import (
 const (
 	codeHTTPSRequired    = "HTTPS_REQUIRED"
 	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
-	codePayloadTooLarge  = "PAYLOAD_TOO_LARGE"
 	codeRateLimited      = "RATE_LIMITED"
 	codeIdempotencyReuse = "IDEMPOTENCY_KEY_REUSED"
 )
@@ -39,7 +38,7 @@ var statusByCode = map[string]int{
 	models.CodeNotFound:     fiber.StatusNotFound,
 	codeMethodNotAllowed:    fiber.StatusMethodNotAllowed,
 	models.CodeConflict:     fiber.StatusConflict,
-	codePayloadTooLarge:     fiber.StatusRequestEntityTooLarge,
+	models.CodeTooLarge:     fiber.StatusRequestEntityTooLarge,
 	codeIdempotencyReuse:    fiber.StatusUnprocessableEntity,
 	codeRateLimited:         fiber.StatusTooManyRequests,
 	models.CodeUnavailable:  fiber.StatusServiceUnavailable,
@@ -73,7 +72,7 @@ func classify(err error) (status int, code, msg string) {
 		case fiber.StatusMethodNotAllowed:
 			return fe.Code, codeMethodNotAllowed, "method not allowed on this endpoint"
 		case fiber.StatusRequestEntityTooLarge:
-			return fe.Code, codePayloadTooLarge, "request body is too large"
+			return fe.Code, models.CodeTooLarge, "request body is too large"
 		}
 		if fe.Code < 500 {
 			// Transport-level refusals from fasthttp (header too large, malformed request line...).

@@ -17,6 +17,7 @@ import (
 
 	"funnelchat/api"
 	"funnelchat/config"
+	"funnelchat/jobs"
 	"funnelchat/models"
 	"funnelchat/models/testenv"
 )
@@ -43,7 +44,9 @@ func startServer(t *testing.T, overrides ...string) *server {
 	if testing.Verbose() {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: env.Redis, Logger: log})
+	queue := jobs.NewQueue(env.Asynq, cfg)
+	t.Cleanup(func() { _ = queue.Close() })
+	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Logger: log})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"funnelchat/config"
+	"funnelchat/jobs"
 	"funnelchat/models"
 )
 
@@ -25,6 +26,7 @@ type Deps struct {
 	Config *config.Config
 	Store  *models.Store
 	Redis  redis.UniversalClient
+	Queue  *jobs.Queue
 	Logger *slog.Logger
 }
 
@@ -33,13 +35,14 @@ type Server struct {
 	cfg   *config.Config
 	store *models.Store
 	redis redis.UniversalClient
+	queue *jobs.Queue
 	log   *slog.Logger
 	app   *fiber.App
 }
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
-	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, log: d.Logger}
+	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, queue: d.Queue, log: d.Logger}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -100,4 +103,21 @@ func (s *Server) routes() {
 	v1.Get("/lists/:id", auth, s.getList)
 	v1.Post("/lists/:id/contacts", auth, s.addToList)
 	v1.Get("/lists/:id/contacts", auth, s.listContacts)
+
+	v1.Post("/incoming_custom_channel_message", auth, s.incomingMessage)
+	v1.All("/incoming_custom_channel_message", methodNotAllowed)
+	v1.Post("/send_custom_channel_message", auth, s.sendCustomMessage)
+
+	v1.Get("/contacts/:id/messages", auth, s.contactMessages)
+	v1.Post("/contacts/:id/messages", auth, s.humanReply)
+	v1.Put("/contacts/:id/bot", auth, s.setContactBot)
+	v1.Get("/messages/:id", auth, s.getMessage)
+	v1.Get("/messages/:id/attempts", auth, s.messageAttempts)
+	v1.Post("/messages/:id/redeliver", auth, s.redeliverMessage)
+	v1.Get("/alerts", auth, s.listAlerts)
+
+	v1.Get("/settings/webhook", auth, s.getWebhook)
+	v1.Put("/settings/webhook", auth, s.putWebhook)
+	v1.Post("/settings/webhook/test", auth, s.testWebhook)
+	v1.Put("/settings/alert_webhook", auth, s.putAlertWebhook)
 }

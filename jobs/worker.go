@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"funnelchat/config"
 	"funnelchat/models"
@@ -40,24 +41,45 @@ type Handler struct {
 	Store  *models.Store
 	Config *config.Config
 	Log    *slog.Logger
+	Queue  *Queue
+	Redis  redis.UniversalClient
+	Bot    Bot
+	Sender *WebhookSender
+}
+
+// NewHandler builds the handlers' dependencies from the configuration: the bot (an LLM or the
+// offline bot) and the webhook sender (with the SSRF guard unless private targets are allowed).
+func NewHandler(store *models.Store, cfg *config.Config, log *slog.Logger, queue *Queue, rdb redis.UniversalClient) *Handler {
+	return &Handler{
+		Store: store, Config: cfg, Log: log, Queue: queue, Redis: rdb,
+		Bot:    NewBot(cfg, nil),
+		Sender: NewWebhookSender(cfg.WebhookTimeout, cfg.WebhookAllowPrivate),
+	}
 }
 
 // Register is the registry of task handlers: each task type of the service is added here, with the
-// handler that runs it. Later features add their types to this list.
+// handler that runs it.
 func (h *Handler) Register(mux *asynq.ServeMux) {
-	_ = mux // the foundation has no task types yet; custom channels, campaigns and credits add theirs
+	mux.HandleFunc(TypeBotReply, h.handleBotReply)
+	mux.HandleFunc(TypeWebhookDeliver, h.handleDeliver)
+	mux.HandleFunc(TypeAlertDeliver, h.handleAlert)
+	mux.HandleFunc(TypeWebhookTest, h.handleWebhookTest)
+	mux.HandleFunc(TypeSweep, h.handleSweep)
 }
 
-// Worker is an asynq server on the service's queues.
+// Worker is an asynq server on the service's queues, with the scheduler that enqueues the sweep.
 type Worker struct {
-	srv *asynq.Server
-	mux *asynq.ServeMux
+	srv       *asynq.Server
+	mux       *asynq.ServeMux
+	scheduler *asynq.Scheduler
+	sweep     time.Duration
 }
 
 // NewWorker builds a worker that processes the queues on redisOpt with h's handlers.
 func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log *slog.Logger) *Worker {
 	mux := asynq.NewServeMux()
 	h.Register(mux)
+	logger := asynqLogger{log: log.With("component", "asynq")}
 	srv := asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     cfg.WorkerConcurrency,
 		Queues:          QueuePriorities,
@@ -66,7 +88,8 @@ func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log 
 		// both would add that much latency to replies and jitter to campaign pacing.
 		TaskCheckInterval:        50 * time.Millisecond,
 		DelayedTaskCheckInterval: 500 * time.Millisecond,
-		Logger:                   asynqLogger{log: log.With("component", "asynq")},
+		RetryDelayFunc:           retryDelay(cfg.WebhookRetrySchedule),
+		Logger:                   logger,
 		LogLevel:                 asynqLevel(cfg.LogLevel),
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, task *asynq.Task, err error) {
 			id, _ := asynq.GetTaskID(ctx)
@@ -74,12 +97,22 @@ func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log 
 			log.Warn("task failed", "task_type", task.Type(), "task_id", id, "retry", retried, "error", err.Error())
 		}),
 	})
-	return &Worker{srv: srv, mux: mux}
+	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: logger, LogLevel: asynqLevel(cfg.LogLevel)})
+	return &Worker{srv: srv, mux: mux, scheduler: scheduler, sweep: cfg.SweepInterval}
 }
 
-// Start begins processing in the background.
+// Start begins processing and scheduling in the background.
 func (w *Worker) Start() error {
+	// Every worker registers the sweep; Unique lets one enqueue per interval across all of them.
+	if _, err := w.scheduler.Register(fmt.Sprintf("@every %s", w.sweep), asynq.NewTask(TypeSweep, nil),
+		asynq.Queue(QueueLow), asynq.Unique(w.sweep), asynq.MaxRetry(0)); err != nil {
+		return fmt.Errorf("register sweep: %w", err)
+	}
+	if err := w.scheduler.Start(); err != nil {
+		return fmt.Errorf("start scheduler: %w", err)
+	}
 	if err := w.srv.Start(w.mux); err != nil {
+		w.scheduler.Shutdown()
 		return fmt.Errorf("start worker: %w", err)
 	}
 	return nil
@@ -87,7 +120,10 @@ func (w *Worker) Start() error {
 
 // Shutdown stops fetching tasks and waits up to the shutdown timeout for running ones; unfinished tasks
 // go back to their queue.
-func (w *Worker) Shutdown() { w.srv.Shutdown() }
+func (w *Worker) Shutdown() {
+	w.scheduler.Shutdown()
+	w.srv.Shutdown()
+}
 
 // asynqLogger sends asynq's own log lines to slog.
 type asynqLogger struct{ log *slog.Logger }

@@ -29,6 +29,16 @@ type Account struct {
 	OwnerUserID string    `bun:"owner_user_id"`
 	CreditMilli int64     `bun:"credit_balance_milli"`
 	CreatedAt   time.Time `bun:"created_at"`
+
+	// Where replies (and alerts) go, and the secret that signs them.
+	WebhookURL      *string `bun:"webhook_url"`
+	WebhookSecret   *string `bun:"webhook_secret"`
+	AlertWebhookURL *string `bun:"alert_webhook_url"`
+
+	// The bot's configuration when no campaign applies.
+	BotInstructions string `bun:"bot_instructions"`
+	BotGoal         string `bun:"bot_goal"`
+	BotLanguage     string `bun:"bot_language"`
 }
 
 // Credits returns the account's credit balance in credits.
@@ -113,6 +123,7 @@ func (s *Store) CreateAccount(ctx context.Context, in NewAccount) (*CreatedAccou
 	}
 	created := now()
 	acc := &Account{
+		BotLanguage: "en",
 		ID:          newID(prefixAccount),
 		Name:        in.Name,
 		Email:       email,

@@ -16,14 +16,19 @@ import (
 type Contact struct {
 	bun.BaseModel `bun:"table:contacts"`
 
-	ID        string    `bun:"id,pk" json:"id"`
-	AccountID string    `bun:"account_id" json:"-"`
-	FirstName string    `bun:"first_name" json:"firstName"`
-	LastName  string    `bun:"last_name" json:"lastName"`
-	Phone     *string   `bun:"phone" json:"phone"`
-	Email     *string   `bun:"email" json:"email"`
-	CreatedAt time.Time `bun:"created_at" json:"createdAt"`
-	UpdatedAt time.Time `bun:"updated_at" json:"-"`
+	ID        string  `bun:"id,pk" json:"id"`
+	AccountID string  `bun:"account_id" json:"-"`
+	FirstName string  `bun:"first_name" json:"firstName"`
+	LastName  string  `bun:"last_name" json:"lastName"`
+	Phone     *string `bun:"phone" json:"phone"`
+	Email     *string `bun:"email" json:"email"`
+	Origin    string  `bun:"origin" json:"-"`
+	// BotPaused is set by a handoff or a human reply and cleared by PUT /contacts/{id}/bot.
+	BotPaused bool `bun:"bot_paused" json:"-"`
+	// ConversationCampaignID is the campaign whose bot configuration the conversation continues with.
+	ConversationCampaignID *string   `bun:"conversation_campaign_id" json:"-"`
+	CreatedAt              time.Time `bun:"created_at" json:"createdAt"`
+	UpdatedAt              time.Time `bun:"updated_at" json:"-"`
 }
 
 // ContactInput is what a client sends to create a contact.
@@ -33,6 +38,13 @@ type ContactInput struct {
 	Phone     string
 	Email     string
 }
+
+// Where a contact came from: the API (identified by phone, else email) or a custom channel
+// (identified by the sender's fromId).
+const (
+	originAPI     = "api"
+	originChannel = "channel"
+)
 
 // maxNameLength bounds first and last names.
 const maxNameLength = 200
@@ -88,6 +100,7 @@ func (s *Store) CreateOrGetContact(ctx context.Context, accountID string, in Con
 	}
 	c.ID = newID(prefixContact)
 	c.AccountID = accountID
+	c.Origin = originAPI
 	c.CreatedAt = now()
 	c.UpdatedAt = c.CreatedAt
 
@@ -147,7 +160,7 @@ func (s *Store) ContactByEmail(ctx context.Context, accountID, email string) (*C
 }
 
 func (s *Store) contactByEmailOnly(ctx context.Context, accountID, email string) (*Contact, error) {
-	return s.oneContact(ctx, s.db.NewSelect().Where("account_id = ? AND email = ? AND phone IS NULL", accountID, email))
+	return s.oneContact(ctx, s.db.NewSelect().Where("account_id = ? AND email = ? AND phone IS NULL AND origin = ?", accountID, email, originAPI))
 }
 
 func (s *Store) oneContact(ctx context.Context, q *bun.SelectQuery) (*Contact, error) {

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 )
@@ -14,6 +15,7 @@ const (
 	CodeForbidden    = "FORBIDDEN"
 	CodeNotFound     = "NOT_FOUND"
 	CodeConflict     = "CONFLICT"
+	CodeTooLarge     = "PAYLOAD_TOO_LARGE"
 	CodeUnavailable  = "UNAVAILABLE"
 	CodeInternal     = "INTERNAL"
 )
@@ -53,3 +55,5 @@ func ErrorMessage(err error) string {
 func notFound(what string) *Error {
 	return Errorf(CodeNotFound, "%s not found", what)
 }
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

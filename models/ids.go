@@ -16,6 +16,9 @@ const (
 	prefixContact = "ct_"
 	prefixList    = "lst_"
 	prefixMember  = "lm_"
+	prefixMessage = "msg_"
+	prefixAttempt = "att_"
+	prefixAlert   = "alr_"
 )
 
 // maxIDLength bounds the ids we look up: anything longer cannot be ours and is answered as not found

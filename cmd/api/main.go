@@ -42,6 +42,9 @@ func run(cfg *config.Config, log *slog.Logger) error {
 	}
 	defer rdb.Close()
 
+	queue := jobs.NewQueue(rdb.Asynq, cfg)
+	defer queue.Close()
+
 	var worker *jobs.Worker
 	if cfg.Standalone {
 		log.Warn("standalone mode: SQLite in DATA_DIR, in-process Redis and worker; queued jobs do not survive a restart (the database does). Set DATABASE_URL and REDIS_URL for production.",
@@ -49,13 +52,13 @@ func run(cfg *config.Config, log *slog.Logger) error {
 		if err := boot.PrepareStandalone(ctx, store, os.Stdout, log); err != nil {
 			return err
 		}
-		worker = jobs.NewWorker(rdb.Asynq, cfg, &jobs.Handler{Store: store, Config: cfg, Log: log}, log)
+		worker = jobs.NewWorker(rdb.Asynq, cfg, jobs.NewHandler(store, cfg, log, queue, rdb.Client), log)
 		if err := worker.Start(); err != nil {
 			return err
 		}
 	}
 
-	srv := api.New(api.Deps{Config: cfg, Store: store, Redis: rdb.Client, Logger: log})
+	srv := api.New(api.Deps{Config: cfg, Store: store, Redis: rdb.Client, Queue: queue, Logger: log})
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", cfg.Port))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

@@ -42,7 +42,9 @@ func run(cfg *config.Config, log *slog.Logger) error {
 	}
 	defer rdb.Close()
 
-	worker := jobs.NewWorker(rdb.Asynq, cfg, &jobs.Handler{Store: store, Config: cfg, Log: log}, log)
+	queue := jobs.NewQueue(rdb.Asynq, cfg)
+	defer queue.Close()
+	worker := jobs.NewWorker(rdb.Asynq, cfg, jobs.NewHandler(store, cfg, log, queue, rdb.Client), log)
 	if err := worker.Start(); err != nil {
 		return err
 	}

@@ -61,6 +61,9 @@ CREATE TABLE contacts (
     last_name  TEXT NOT NULL DEFAULT '',
     phone      TEXT,
     email      TEXT,
+    -- 'api' for contacts created through POST /contacts or an import, 'channel' for contacts a
+    -- custom-channel sender (fromId) brought in.
+    origin     TEXT NOT NULL DEFAULT 'api',
     created_at TIMESTAMPTZ NOT NULL,
     updated_at TIMESTAMPTZ NOT NULL
 );
@@ -72,8 +75,9 @@ CREATE UNIQUE INDEX contacts_phone_key ON contacts (account_id, phone);
 
 --bun:split
 
--- A contact without a phone is identified by its email, so concurrent creates of one email make one contact.
-CREATE UNIQUE INDEX contacts_email_only_key ON contacts (account_id, email) WHERE phone IS NULL;
+-- A contact created through the API without a phone is identified by its email, so concurrent creates
+-- of one email make one contact. Channel contacts are identified by their fromId instead.
+CREATE UNIQUE INDEX contacts_email_only_key ON contacts (account_id, email) WHERE phone IS NULL AND origin = 'api';
 
 --bun:split
 

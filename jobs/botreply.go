@@ -1,0 +1,120 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hibiken/asynq"
+
+	"funnelchat/models"
+)
+
+// conversationWindow is how many recent messages the bot sees.
+const conversationWindow = 20
+
+// handleBotReply answers one incoming message. It runs at most one reply into the database however
+// often it runs (the reply is keyed by the incoming message), skips contacts whose bot is paused,
+// hands off to a human when the bot asks for one, and raises an alert when the bot keeps failing.
+func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
+	var p BotReplyPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return fmt.Errorf("bot reply: bad payload: %v: %w", err, asynq.SkipRetry)
+	}
+	in, err := h.Store.Message(ctx, p.MessageID)
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return fmt.Errorf("bot reply: message %s: %w", p.MessageID, asynq.SkipRetry)
+	}
+	if err != nil {
+		return err
+	}
+	if in.BotStatus == nil || *in.BotStatus != models.BotPending {
+		return nil // answered, skipped or handed off already
+	}
+	contact, err := h.Store.ContactByID(ctx, in.AccountID, in.ContactID)
+	if err != nil {
+		return err
+	}
+	if contact.BotPaused {
+		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
+	}
+	req, err := h.botRequest(ctx, in, contact)
+	if err != nil {
+		return err
+	}
+
+	resp, err := h.Bot.Reply(ctx, req)
+	if err != nil {
+		retried, _ := asynq.GetRetryCount(ctx)
+		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		if retried < maxRetry {
+			return fmt.Errorf("bot reply: %w", err)
+		}
+		// Out of retries: a person answers instead of nobody.
+		h.Log.Warn("bot gave up", "message_id", in.ID, "account_id", in.AccountID, "error", err.Error())
+		alert, aerr := h.Store.BotFailed(ctx, in, "the bot could not answer: "+err.Error())
+		if aerr != nil {
+			return aerr
+		}
+		return h.sendAlert(ctx, alert)
+	}
+	if resp.Handoff {
+		alert, err := h.Store.Handoff(ctx, in, resp.HandoffReason)
+		if err != nil {
+			return err
+		}
+		h.Log.Info("handoff to a human", "message_id", in.ID, "account_id", in.AccountID, "alert_id", alert.ID)
+		return h.sendAlert(ctx, alert)
+	}
+	campaignID := in.CampaignID
+	if campaignID == nil {
+		campaignID = contact.ConversationCampaignID
+	}
+	reply, err := h.Store.CreateBotReply(ctx, in, campaignID, resp.Text)
+	if err != nil {
+		return err
+	}
+	return h.Queue.Deliver(ctx, reply.ID, reply.DeliveryRound)
+}
+
+// botRequest gathers the bot's context: the account's bot settings and the conversation up to the
+// message being answered.
+func (h *Handler) botRequest(ctx context.Context, in *models.Message, contact *models.Contact) (BotRequest, error) {
+	acc, err := h.Store.AccountByID(ctx, in.AccountID)
+	if err != nil {
+		return BotRequest{}, err
+	}
+	msgs, err := h.Store.RecentConversation(ctx, contact.ID, conversationWindow)
+	if err != nil {
+		return BotRequest{}, err
+	}
+	req := BotRequest{
+		Instructions: acc.BotInstructions, Goal: acc.BotGoal, Language: acc.BotLanguage, FirstName: contact.FirstName,
+	}
+	for _, m := range msgs {
+		if m.ID > in.ID {
+			break // written after the message being answered
+		}
+		role := "user"
+		if m.Direction == models.DirectionOutgoing {
+			role = "assistant"
+		}
+		text := m.Body
+		if m.MessageType == models.MessageTypeReaction {
+			text = "(reacted with " + m.Body + ")"
+		}
+		req.History = append(req.History, BotTurn{Role: role, Text: text})
+	}
+	return req, nil
+}
+
+// sendAlert enqueues an alert's webhook delivery when the account has an alert webhook.
+func (h *Handler) sendAlert(ctx context.Context, alert *models.Alert) error {
+	if alert.WebhookStatus != models.AlertWebhookPending {
+		return nil
+	}
+	return h.Queue.Alert(ctx, alert.ID)
+}
+
+var errNoWebhook = errors.New("no webhook URL configured: set one with PUT /v1/settings/webhook, then redeliver")

@@ -1,0 +1,88 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"funnelchat/models"
+)
+
+// replyPayload is the body of the outbound custom-channel webhook (SPEC.md 6.1).
+type replyPayload struct {
+	ContactID string `json:"contactId"`
+	MessageID string `json:"messageId"`
+	UserID    string `json:"userId"`
+	Body      string `json:"body"`
+	ToID      string `json:"toId"`
+	Channel   string `json:"channel"`
+}
+
+// handleDeliver posts an outgoing message to the account's webhook and records the attempt. Retryable
+// failures return an error so asynq retries on WEBHOOK_RETRY_SCHEDULE (a longer Retry-After is
+// honoured); final ones are recorded as failed and end the task.
+func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
+	var p DeliverPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return fmt.Errorf("deliver: bad payload: %v: %w", err, asynq.SkipRetry)
+	}
+	m, err := h.Store.Message(ctx, p.MessageID)
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return fmt.Errorf("deliver: message %s: %w", p.MessageID, asynq.SkipRetry)
+	}
+	if err != nil {
+		return err
+	}
+	if m.Status == models.StatusSent || m.DeliveryRound != p.Round || m.Direction != models.DirectionOutgoing {
+		return nil // delivered already, or superseded by a redeliver
+	}
+	acc, err := h.Store.AccountByID(ctx, m.AccountID)
+	if err != nil {
+		return err
+	}
+	if acc.WebhookURL == nil || acc.WebhookSecret == nil {
+		if err := h.Store.RecordAttempt(ctx, m.ID, models.AttemptOutcome{Error: errNoWebhook.Error()}); err != nil {
+			return err
+		}
+		return fmt.Errorf("deliver %s: %v: %w", m.ID, errNoWebhook, asynq.SkipRetry)
+	}
+	body, err := json.Marshal(replyPayload{
+		ContactID: m.ContactID, MessageID: m.ID, UserID: acc.OwnerUserID, Body: m.Body, ToID: m.ToID, Channel: m.Channel,
+	})
+	if err != nil {
+		return fmt.Errorf("deliver: %v: %w", err, asynq.SkipRetry)
+	}
+	res := h.Sender.Send(ctx, WebhookRequest{URL: *acc.WebhookURL, Secret: *acc.WebhookSecret, ID: m.ID, Payload: body})
+	h.Log.Info("webhook delivery", "message_id", m.ID, "account_id", m.AccountID, "status_code", res.StatusCode,
+		"ok", res.OK(), "duration_ms", res.Duration.Milliseconds())
+	return h.recordDelivery(ctx, t, m.ID, res)
+}
+
+// recordDelivery stores the attempt's outcome and tells asynq whether to retry.
+func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID string, res DeliveryResult) error {
+	out := models.AttemptOutcome{StatusCode: res.StatusCode, Error: res.Error, Duration: res.Duration}
+	if res.OK() {
+		out.Error = ""
+		return h.Store.RecordAttempt(ctx, messageID, out)
+	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	final := !res.Retryable || retried >= maxRetry
+	if !final {
+		d := scheduledDelay(h.Config.WebhookRetrySchedule, retried, t.Payload())
+		d = max(d, res.RetryAfter)
+		next := time.Now().UTC().Add(d).Truncate(time.Microsecond)
+		out.NextAttemptAt = &next
+	}
+	if err := h.Store.RecordAttempt(ctx, messageID, out); err != nil {
+		return err
+	}
+	if final {
+		return fmt.Errorf("deliver %s: %s: %w", messageID, res.Error, asynq.SkipRetry)
+	}
+	return &retryAfterError{err: errors.New(res.Error), delay: res.RetryAfter}
+}

@@ -1,0 +1,41 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// sweepBatch bounds how much one sweep re-enqueues; the next sweep takes the rest.
+const sweepBatch = 1000
+
+// handleSweep re-enqueues work the database says is owed but that may have no task: stored while Redis
+// was down, or lost when Redis restarted empty. Task ids are deterministic, so work that still has its
+// task is not enqueued twice.
+func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
+	cutoff := time.Now().UTC().Add(-2 * h.Config.SweepInterval)
+	due, err := h.Store.DueWork(ctx, cutoff, sweepBatch)
+	if err != nil {
+		return err
+	}
+	for _, id := range due.BotReplies {
+		if err := h.Queue.BotReply(ctx, id); err != nil {
+			return err
+		}
+	}
+	for _, d := range due.Deliveries {
+		if err := h.Queue.Deliver(ctx, d.MessageID, d.Round); err != nil {
+			return err
+		}
+	}
+	for _, id := range due.Alerts {
+		if err := h.Queue.Alert(ctx, id); err != nil {
+			return err
+		}
+	}
+	if n := len(due.BotReplies) + len(due.Deliveries) + len(due.Alerts); n > 0 {
+		h.Log.Warn("sweep re-enqueued owed work", "bot_replies", len(due.BotReplies), "deliveries", len(due.Deliveries), "alerts", len(due.Alerts))
+	}
+	return nil
+}

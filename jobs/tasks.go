@@ -1,0 +1,139 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"funnelchat/config"
+)
+
+// Task types.
+const (
+	TypeBotReply       = "bot:reply"
+	TypeWebhookDeliver = "webhook:deliver"
+	TypeAlertDeliver   = "alert:deliver"
+	TypeWebhookTest    = "webhook:test"
+	TypeSweep          = "maintenance:sweep"
+)
+
+// botRetryDelays space the retries of a bot reply whose model call failed; after the last one the
+// bot gives up and raises an alert instead.
+var botRetryDelays = []time.Duration{2 * time.Second, 10 * time.Second, 30 * time.Second}
+
+// BotReplyPayload names the incoming message to answer.
+type BotReplyPayload struct {
+	MessageID string `json:"messageId"`
+}
+
+// DeliverPayload names an outgoing message and its delivery round (bumped by a redeliver, so a new
+// round gets a task id of its own while an old round's task may still be archived).
+type DeliverPayload struct {
+	MessageID string `json:"messageId"`
+	Round     int    `json:"round"`
+}
+
+// AlertPayload names an alert to send to the alert webhook.
+type AlertPayload struct {
+	AlertID string `json:"alertId"`
+}
+
+// WebhookTestPayload asks the worker to send a signed test event and push the outcome to ResultKey.
+type WebhookTestPayload struct {
+	AccountID string `json:"accountId"`
+	ResultKey string `json:"resultKey"`
+}
+
+// Queue enqueues the service's tasks. Task ids are deterministic where a duplicate would be harmful,
+// and enqueueing a task whose id is already taken is not an error: the work is already owed.
+type Queue struct {
+	client *asynq.Client
+	cfg    *config.Config
+}
+
+// NewQueue returns a Queue on the given Redis.
+func NewQueue(opt asynq.RedisConnOpt, cfg *config.Config) *Queue {
+	return &Queue{client: asynq.NewClient(opt), cfg: cfg}
+}
+
+// Close releases the Redis connection.
+func (q *Queue) Close() error { return q.client.Close() }
+
+// BotReply enqueues the bot's reply to an incoming message (one task per message, ever).
+func (q *Queue) BotReply(ctx context.Context, messageID string) error {
+	return q.enqueue(ctx, TypeBotReply, BotReplyPayload{MessageID: messageID},
+		asynq.TaskID("bot:"+messageID), asynq.Queue(QueueDefault), asynq.MaxRetry(len(botRetryDelays)))
+}
+
+// Deliver enqueues the delivery of an outgoing message in the given round.
+func (q *Queue) Deliver(ctx context.Context, messageID string, round int) error {
+	return q.enqueue(ctx, TypeWebhookDeliver, DeliverPayload{MessageID: messageID, Round: round},
+		asynq.TaskID(fmt.Sprintf("deliver:%s:%d", messageID, round)), asynq.Queue(QueueCritical),
+		asynq.MaxRetry(len(q.cfg.WebhookRetrySchedule)))
+}
+
+// Alert enqueues the delivery of an alert to the account's alert webhook.
+func (q *Queue) Alert(ctx context.Context, alertID string) error {
+	return q.enqueue(ctx, TypeAlertDeliver, AlertPayload{AlertID: alertID},
+		asynq.TaskID("alert:"+alertID), asynq.Queue(QueueLow), asynq.MaxRetry(len(q.cfg.WebhookRetrySchedule)))
+}
+
+// WebhookTest enqueues a test delivery; the worker pushes its outcome to resultKey in Redis.
+func (q *Queue) WebhookTest(ctx context.Context, accountID, resultKey string) error {
+	return q.enqueue(ctx, TypeWebhookTest, WebhookTestPayload{AccountID: accountID, ResultKey: resultKey},
+		asynq.Queue(QueueCritical), asynq.MaxRetry(0), asynq.Timeout(q.cfg.WebhookTimeout+5*time.Second))
+}
+
+func (q *Queue) enqueue(ctx context.Context, typ string, payload any, opts ...asynq.Option) error {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("enqueue %s: %w", typ, err)
+	}
+	_, err = q.client.EnqueueContext(ctx, asynq.NewTask(typ, raw), opts...)
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) && !errors.Is(err, asynq.ErrDuplicateTask) {
+		return fmt.Errorf("enqueue %s: %w", typ, err)
+	}
+	return nil
+}
+
+// retryAfterError carries a delay the receiver asked for (Retry-After) to the retry delay function.
+type retryAfterError struct {
+	err   error
+	delay time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// retryDelay is the worker's asynq RetryDelayFunc. n is how many retries the task has had.
+func retryDelay(schedule []time.Duration) asynq.RetryDelayFunc {
+	return func(n int, err error, task *asynq.Task) time.Duration {
+		switch task.Type() {
+		case TypeWebhookDeliver, TypeAlertDeliver:
+			d := scheduledDelay(schedule, n, task.Payload())
+			var ra *retryAfterError
+			if errors.As(err, &ra) && ra.delay > d {
+				d = ra.delay
+			}
+			return d
+		case TypeBotReply:
+			return botRetryDelays[min(n, len(botRetryDelays)-1)]
+		}
+		return asynq.DefaultRetryDelayFunc(n, err, task)
+	}
+}
+
+// scheduledDelay is the n-th delay of the schedule plus up to 10% jitter. The jitter is derived from
+// the task and n, so the handler can record the same next attempt time that asynq will use.
+func scheduledDelay(schedule []time.Duration, n int, payload []byte) time.Duration {
+	base := schedule[min(n, len(schedule)-1)]
+	h := fnv.New64a()
+	h.Write(payload)
+	fmt.Fprint(h, n)
+	return base + time.Duration(h.Sum64()%1000)*base/10000
+}

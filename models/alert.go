@@ -1,0 +1,125 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Alert asks the account's team for help with a contact: a handoff, or a bot that could not answer.
+type Alert struct {
+	bun.BaseModel `bun:"table:alerts"`
+
+	ID            string    `bun:"id,pk" json:"id"`
+	AccountID     string    `bun:"account_id" json:"-"`
+	ContactID     string    `bun:"contact_id" json:"contactId"`
+	MessageID     *string   `bun:"message_id" json:"messageId"`
+	Reason        string    `bun:"reason" json:"reason"`
+	WebhookStatus string    `bun:"webhook_status" json:"-"`
+	WebhookError  *string   `bun:"webhook_error" json:"-"`
+	CreatedAt     time.Time `bun:"created_at" json:"createdAt"`
+}
+
+// Alert webhook states.
+const (
+	AlertWebhookNone    = "none" // no alert webhook configured when the alert was raised
+	AlertWebhookPending = "pending"
+	AlertWebhookSent    = "sent"
+	AlertWebhookFailed  = "failed"
+)
+
+// Handoff hands a conversation to the team: it raises an alert, pauses the bot for the contact and marks
+// the incoming message as handed off, in one transaction.
+func (s *Store) Handoff(ctx context.Context, incoming *Message, reason string) (*Alert, error) {
+	var alert *Alert
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if alert, err = raiseAlert(ctx, tx, incoming.AccountID, incoming.ContactID, &incoming.ID, reason); err != nil {
+			return err
+		}
+		if err := setBotPaused(ctx, tx, incoming.ContactID, true); err != nil {
+			return err
+		}
+		return setBotStatus(ctx, tx, incoming.ID, BotHandoff)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("handoff: %w", err)
+	}
+	return alert, nil
+}
+
+// BotFailed records that the bot could not answer an incoming message and raises an alert, so the
+// message is answered by a person instead of not at all.
+func (s *Store) BotFailed(ctx context.Context, incoming *Message, reason string) (*Alert, error) {
+	var alert *Alert
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if alert, err = raiseAlert(ctx, tx, incoming.AccountID, incoming.ContactID, &incoming.ID, reason); err != nil {
+			return err
+		}
+		return setBotStatus(ctx, tx, incoming.ID, BotFailed)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bot failed: %w", err)
+	}
+	return alert, nil
+}
+
+func raiseAlert(ctx context.Context, tx bun.Tx, accountID, contactID string, messageID *string, reason string) (*Alert, error) {
+	var hook []string
+	if err := tx.NewSelect().Model((*Account)(nil)).Column("alert_webhook_url").Where("id = ? AND alert_webhook_url IS NOT NULL", accountID).Scan(ctx, &hook); err != nil {
+		return nil, err
+	}
+	a := &Alert{
+		ID: newID(prefixAlert), AccountID: accountID, ContactID: contactID, MessageID: messageID,
+		Reason: truncate(reason, 500), WebhookStatus: AlertWebhookNone, CreatedAt: now(),
+	}
+	if len(hook) > 0 {
+		a.WebhookStatus = AlertWebhookPending
+	}
+	if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// AlertByID returns an alert by id, for the worker.
+func (s *Store) AlertByID(ctx context.Context, id string) (*Alert, error) {
+	a := new(Alert)
+	if err := s.db.NewSelect().Model(a).Where("id = ?", id).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("alert by id: %w", err)
+	}
+	return a, nil
+}
+
+// SetAlertWebhookResult records the outcome of delivering an alert to the alert webhook.
+func (s *Store) SetAlertWebhookResult(ctx context.Context, id, status, errText string) error {
+	q := s.db.NewUpdate().Model((*Alert)(nil)).Set("webhook_status = ?", status).Where("id = ?", id)
+	if errText == "" {
+		q = q.Set("webhook_error = NULL")
+	} else {
+		q = q.Set("webhook_error = ?", errText)
+	}
+	_, err := q.Exec(ctx)
+	return err
+}
+
+// Alerts returns one page of the account's alerts, newest first.
+func (s *Store) Alerts(ctx context.Context, accountID string, page Page) ([]Alert, string, error) {
+	var alerts []Alert
+	q := s.db.NewSelect().Model(&alerts).Where("account_id = ?", accountID).Order("id DESC").Limit(int64(page.Limit) + 1)
+	if page.Cursor != "" {
+		q = q.Where("id < ?", page.Cursor)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("alerts: %w", err)
+	}
+	next := ""
+	if len(alerts) > page.Limit {
+		alerts = alerts[:page.Limit]
+		next = alerts[len(alerts)-1].ID
+	}
+	return alerts, next, nil
+}

@@ -1,0 +1,252 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+)
+
+// IncomingInput is a message from an external system on a custom channel (SPEC.md 2.4).
+type IncomingInput struct {
+	ExternalID       string // customData.messageSid, or customData.id
+	FromID           string
+	ToID             string
+	Body             string
+	Status           string
+	Channel          string
+	CampaignID       string
+	FirstName        string
+	LastName         string
+	Email            string
+	MediaURL         string
+	MediaContentType string
+	MessageType      string
+}
+
+// Field limits of custom-channel messages.
+const (
+	maxExternalIDLength = 256
+	maxBodyLength       = 4096 * 4 // characters; longer texts are not chat messages
+	maxLabelLength      = 64
+)
+
+// Validate checks every rule of SPEC.md 2.4 and normalizes the input in place. Errors:
+// VALIDATION_ERROR naming the field, PAYLOAD_TOO_LARGE for embedded media over maxMediaBytes.
+func (in *IncomingInput) Validate(maxMediaBytes int) error {
+	in.ExternalID = strings.TrimSpace(in.ExternalID)
+	in.FromID = strings.TrimSpace(in.FromID)
+	in.ToID = strings.TrimSpace(in.ToID)
+	switch {
+	case in.ExternalID == "":
+		return Errorf(CodeValidation, "customData.messageSid (or customData.id) is required")
+	case in.FromID == "":
+		return Errorf(CodeValidation, "customData.fromId is required")
+	case in.ToID == "":
+		return Errorf(CodeValidation, "customData.toId is required")
+	case strings.TrimSpace(in.Body) == "":
+		return Errorf(CodeValidation, "customData.body must not be empty")
+	}
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{
+		{"customData.messageSid", in.ExternalID, maxExternalIDLength},
+		{"customData.fromId", in.FromID, maxExternalIDLength},
+		{"customData.toId", in.ToID, maxExternalIDLength},
+		{"customData.body", in.Body, maxBodyLength},
+		{"customData.channel", in.Channel, maxLabelLength},
+		{"customData.campaignId", in.CampaignID, maxIDLength},
+	} {
+		if err := checkText(f.name, f.value, f.max); err != nil {
+			return err
+		}
+	}
+	in.Channel = strings.TrimSpace(in.Channel)
+	if in.Channel == "" {
+		in.Channel = "custom"
+	}
+	in.Status = strings.ToLower(strings.TrimSpace(in.Status))
+	if in.Status == "" {
+		in.Status = StatusReceived
+	} else if !plainWord(in.Status, 32) {
+		return Errorf(CodeValidation, "customData.status must be a short word such as received")
+	}
+	switch in.MessageType = strings.ToLower(strings.TrimSpace(in.MessageType)); in.MessageType {
+	case "":
+		in.MessageType = MessageTypeText
+	case MessageTypeText, MessageTypeReaction:
+	default:
+		return Errorf(CodeValidation, "messageType must be text or reaction")
+	}
+	var err error
+	if in.FirstName, err = cleanName("customData.firstName", in.FirstName); err != nil {
+		return err
+	}
+	if in.LastName, err = cleanName("customData.lastName", in.LastName); err != nil {
+		return err
+	}
+	if in.Email, err = NormalizeEmail(in.Email); err != nil {
+		return Errorf(CodeValidation, "customData.email is not a valid email address")
+	}
+	in.MediaURL, in.MediaContentType, err = checkMedia(in.MediaURL, in.MediaContentType, maxMediaBytes)
+	return err
+}
+
+func checkText(field, v string, max int) error {
+	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		return Errorf(CodeValidation, "%s must be valid UTF-8 text without NUL characters", field)
+	}
+	if utf8.RuneCountInString(v) > max {
+		return Errorf(CodeValidation, "%s must be at most %d characters", field, max)
+	}
+	return nil
+}
+
+func plainWord(v string, max int) bool {
+	if v == "" || len(v) > max {
+		return false
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// IngestIncoming stores an incoming custom-channel message: it resolves fromId to its one contact
+// (creating it, with the given names and email, when new) and stores the message, all in one
+// transaction. A repeated messageSid returns the first message with duplicate true and changes nothing.
+// in must have passed Validate.
+func (s *Store) IngestIncoming(ctx context.Context, accountID string, in IncomingInput) (msg *Message, duplicate bool, err error) {
+	botStatus := BotPending
+	if in.MessageType == MessageTypeReaction {
+		botStatus = BotNone
+	}
+	m := &Message{
+		ID:          newID(prefixMessage),
+		AccountID:   accountID,
+		Direction:   DirectionIncoming,
+		Channel:     in.Channel,
+		MessageType: in.MessageType,
+		Body:        in.Body,
+		ExternalID:  &in.ExternalID,
+		FromID:      in.FromID,
+		ToID:        in.ToID,
+		Status:      in.Status,
+		BotStatus:   &botStatus,
+		CreatedAt:   now(),
+	}
+	if in.CampaignID != "" {
+		m.CampaignID = &in.CampaignID
+	}
+	if in.MediaURL != "" {
+		m.MediaURL, m.MediaContentType = &in.MediaURL, &in.MediaContentType
+	}
+	newContact := ContactInput{FirstName: in.FirstName, LastName: in.LastName, Email: in.Email}
+
+	err = s.inTxRetrying(ctx, func(ctx context.Context, tx bun.Tx) error {
+		contact, err := contactForExternalID(ctx, tx, accountID, in.FromID, newContact)
+		if err != nil {
+			return err
+		}
+		m.ContactID = contact.ID
+		res, err := tx.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errDuplicate
+		}
+		if m.CampaignID != nil {
+			return setConversationCampaign(ctx, tx, contact.ID, *m.CampaignID)
+		}
+		return nil
+	})
+	if errors.Is(err, errDuplicate) {
+		first, err := oneMessage(ctx, s.db.NewSelect().Where("account_id = ? AND external_id = ?", accountID, in.ExternalID))
+		if err != nil {
+			return nil, false, fmt.Errorf("ingest incoming: read first: %w", err)
+		}
+		return first, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("ingest incoming: %w", err)
+	}
+	return m, false, nil
+}
+
+// errDuplicate ends an ingest transaction whose messageSid is already stored; errRetry ends one that
+// lost a race for a new contact identity and must start over to read the winner's.
+var (
+	errDuplicate = errors.New("duplicate message")
+	errRetry     = errors.New("retry transaction")
+)
+
+// inTxRetrying runs fn in a transaction, starting over (a few times) when fn returns errRetry.
+func (s *Store) inTxRetrying(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.db.RunInTx(ctx, nil, fn)
+		if !errors.Is(err, errRetry) || attempt >= 5 {
+			return err
+		}
+	}
+}
+
+// contactForExternalID returns the one contact of (account, externalID), creating it when new. Two
+// transactions creating the same identity at once: the unique key makes the second wait for the first,
+// find the key taken, and start over with errRetry, so both end with the same contact.
+func contactForExternalID(ctx context.Context, tx bun.Tx, accountID, externalID string, fields ContactInput) (*Contact, error) {
+	c := new(Contact)
+	err := tx.NewSelect().Model(c).
+		Join("JOIN contact_identities AS ci ON ci.contact_id = contact.id").
+		Where("ci.account_id = ? AND ci.external_id = ?", accountID, externalID).
+		Scan(ctx)
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	at := now()
+	c = &Contact{
+		ID: newID(prefixContact), AccountID: accountID, FirstName: fields.FirstName, LastName: fields.LastName,
+		Origin: originChannel, CreatedAt: at, UpdatedAt: at,
+	}
+	if fields.Email != "" {
+		c.Email = &fields.Email
+	}
+	if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
+		return nil, err
+	}
+	res, err := tx.NewInsert().Model(&contactIdentity{AccountID: accountID, ExternalID: externalID, ContactID: c.ID, CreatedAt: at}).
+		On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, errRetry
+	}
+	return c, nil
+}
+
+// contactIdentity maps a sender id on a custom channel (fromId) to its contact.
+type contactIdentity struct {
+	bun.BaseModel `bun:"table:contact_identities"`
+
+	AccountID  string    `bun:"account_id,pk"`
+	ExternalID string    `bun:"external_id,pk"`
+	ContactID  string    `bun:"contact_id"`
+	CreatedAt  time.Time `bun:"created_at"`
+}
+
+func setConversationCampaign(ctx context.Context, db bun.IDB, contactID, campaignID string) error {
+	_, err := db.NewUpdate().Model((*Contact)(nil)).Set("conversation_campaign_id = ?", campaignID).Where("id = ?", contactID).Exec(ctx)
+	return err
+}

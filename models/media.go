@@ -1,0 +1,82 @@
+package models
+
+import (
+	"encoding/base64"
+	"mime"
+	"net/url"
+	"strings"
+
+	"github.com/gabriel-vasile/mimetype"
+)
+
+const maxMediaURLLength = 2048
+
+// checkMedia validates customData.mediaUrl and mediaContentType (SPEC.md 2.4): a type is required with
+// a URL; the URL is an http(s) link (stored, checked later by the worker) or a base64 data URI whose
+// declared type equals mediaContentType, whose payload decodes, fits maxBytes (else PAYLOAD_TOO_LARGE),
+// and whose sniffed content is of that type. It returns the URL and the normalized media type.
+func checkMedia(rawURL, contentType string, maxBytes int) (string, string, error) {
+	rawURL, contentType = strings.TrimSpace(rawURL), strings.TrimSpace(contentType)
+	if rawURL == "" {
+		if contentType != "" {
+			return "", "", Errorf(CodeValidation, "customData.mediaContentType is given without customData.mediaUrl")
+		}
+		return "", "", nil
+	}
+	if contentType == "" {
+		return "", "", Errorf(CodeValidation, "customData.mediaContentType is required when customData.mediaUrl is given")
+	}
+	declared, _, err := mime.ParseMediaType(contentType)
+	if err != nil || !strings.Contains(declared, "/") {
+		return "", "", Errorf(CodeValidation, "customData.mediaContentType %q is not a MIME type such as image/jpeg", truncate(contentType, 64))
+	}
+
+	if !strings.HasPrefix(strings.ToLower(rawURL), "data:") {
+		if len(rawURL) > maxMediaURLLength {
+			return "", "", Errorf(CodeValidation, "customData.mediaUrl must be at most %d characters", maxMediaURLLength)
+		}
+		u, err := url.Parse(rawURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", "", Errorf(CodeValidation, "customData.mediaUrl must be an http(s) link or a data URI (data:<type>;base64,<data>)")
+		}
+		return rawURL, declared, nil
+	}
+
+	header, encoded, ok := strings.Cut(rawURL[len("data:"):], ",")
+	uriType, isBase64 := strings.CutSuffix(header, ";base64")
+	if !ok || !isBase64 {
+		return "", "", Errorf(CodeValidation, "customData.mediaUrl must be a data URI of the form data:<type>;base64,<data>")
+	}
+	if uriType, _, err = mime.ParseMediaType(uriType); err != nil || uriType != declared {
+		return "", "", Errorf(CodeValidation, "customData.mediaUrl declares type %q but customData.mediaContentType is %q", truncate(header, 64), declared)
+	}
+	// Reject before decoding when the encoded size already says the file is too large.
+	if base64.StdEncoding.DecodedLen(len(encoded)) > maxBytes+2 {
+		return "", "", Errorf(CodeTooLarge, "embedded media is larger than %d bytes: host the file and send a link", maxBytes)
+	}
+	data, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return "", "", Errorf(CodeValidation, "customData.mediaUrl is not valid base64 data")
+	}
+	if len(data) == 0 {
+		return "", "", Errorf(CodeValidation, "customData.mediaUrl holds no data")
+	}
+	if len(data) > maxBytes {
+		return "", "", Errorf(CodeTooLarge, "embedded media is larger than %d bytes: host the file and send a link", maxBytes)
+	}
+	if detected := mimetype.Detect(data); !isOfType(detected, declared) {
+		return "", "", Errorf(CodeValidation, "customData.mediaContentType is %s but the data is %s", declared, detected.String())
+	}
+	return rawURL, declared, nil
+}
+
+// isOfType reports whether sniffed content is of the declared type or a more specific kind of it
+// (an .xlsx is a zip; anything is application/octet-stream).
+func isOfType(detected *mimetype.MIME, declared string) bool {
+	for m := detected; m != nil; m = m.Parent() {
+		if m.Is(declared) {
+			return true
+		}
+	}
+	return false
+}

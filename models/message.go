@@ -1,0 +1,214 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Message directions, statuses and authors.
+const (
+	DirectionIncoming = "incoming"
+	DirectionOutgoing = "outgoing"
+
+	StatusReceived = "received"
+	StatusPending  = "pending"
+	StatusSent     = "sent"
+	StatusFailed   = "failed"
+
+	AuthorBot   = "bot"
+	AuthorHuman = "human"
+	AuthorAPI   = "api"
+
+	// Bot states of an incoming message.
+	BotPending = "pending" // a reply is owed
+	BotDone    = "done"    // answered
+	BotSkipped = "skipped" // the bot was paused for the contact
+	BotHandoff = "handoff" // handed to a human
+	BotFailed  = "failed"  // the bot could not answer; an alert was raised
+	BotNone    = "none"    // no reply is due (a reaction)
+
+	MessageTypeText     = "text"
+	MessageTypeReaction = "reaction"
+)
+
+// Message is one message of a conversation, in either direction.
+type Message struct {
+	bun.BaseModel `bun:"table:messages"`
+
+	ID               string     `bun:"id,pk" json:"id"`
+	AccountID        string     `bun:"account_id" json:"-"`
+	ContactID        string     `bun:"contact_id" json:"contactId"`
+	CampaignID       *string    `bun:"campaign_id" json:"campaignId"`
+	Direction        string     `bun:"direction" json:"direction"`
+	Channel          string     `bun:"channel" json:"channel"`
+	MessageType      string     `bun:"message_type" json:"messageType"`
+	Body             string     `bun:"body" json:"body"`
+	MediaURL         *string    `bun:"media_url" json:"mediaUrl"`
+	MediaContentType *string    `bun:"media_content_type" json:"mediaContentType"`
+	ExternalID       *string    `bun:"external_id" json:"messageSid,omitempty"`
+	FromID           string     `bun:"from_id" json:"-"`
+	ToID             string     `bun:"to_id" json:"-"`
+	Author           string     `bun:"author" json:"author,omitempty"`
+	Status           string     `bun:"status" json:"status"`
+	Error            *string    `bun:"error" json:"error"`
+	Attempts         int        `bun:"attempts" json:"attempts"`
+	DeliveryRound    int        `bun:"delivery_round" json:"-"`
+	NextAttemptAt    *time.Time `bun:"next_attempt_at" json:"nextAttemptAt"`
+	ReplyToID        *string    `bun:"reply_to_id" json:"replyToId,omitempty"`
+	BotStatus        *string    `bun:"bot_status" json:"botStatus,omitempty"`
+	CreatedAt        time.Time  `bun:"created_at" json:"createdAt"`
+	SentAt           *time.Time `bun:"sent_at" json:"sentAt"`
+}
+
+// Attempt is one try at delivering an outgoing message.
+type Attempt struct {
+	bun.BaseModel `bun:"table:message_attempts"`
+
+	ID         string    `bun:"id,pk" json:"-"`
+	MessageID  string    `bun:"message_id" json:"-"`
+	At         time.Time `bun:"at" json:"at"`
+	StatusCode *int      `bun:"status_code" json:"statusCode"`
+	Error      *string   `bun:"error" json:"error"`
+	DurationMS int64     `bun:"duration_ms" json:"durationMs"`
+}
+
+// MessageByID returns the account's message, or NOT_FOUND.
+func (s *Store) MessageByID(ctx context.Context, accountID, id string) (*Message, error) {
+	if id == "" || len(id) > maxIDLength {
+		return nil, notFound("message")
+	}
+	return oneMessage(ctx, s.db.NewSelect().Where("account_id = ? AND id = ?", accountID, id))
+}
+
+// Message returns a message by id alone, for the worker, which acts on ids from its own tasks.
+func (s *Store) Message(ctx context.Context, id string) (*Message, error) {
+	return oneMessage(ctx, s.db.NewSelect().Where("id = ?", id))
+}
+
+func oneMessage(ctx context.Context, q *bun.SelectQuery) (*Message, error) {
+	m := new(Message)
+	err := q.Model(m).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("message")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("select message: %w", err)
+	}
+	return m, nil
+}
+
+// ContactMessages returns one page of a contact's conversation, oldest first. Errors: NOT_FOUND.
+func (s *Store) ContactMessages(ctx context.Context, accountID, contactID string, page Page) ([]Message, string, error) {
+	if _, err := s.ContactByID(ctx, accountID, contactID); err != nil {
+		return nil, "", err
+	}
+	var msgs []Message
+	q := s.db.NewSelect().Model(&msgs).Where("contact_id = ?", contactID).Order("id").Limit(int64(page.Limit) + 1)
+	if page.Cursor != "" {
+		q = q.Where("id > ?", page.Cursor)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("contact messages: %w", err)
+	}
+	next := ""
+	if len(msgs) > page.Limit {
+		msgs = msgs[:page.Limit]
+		next = msgs[len(msgs)-1].ID
+	}
+	return msgs, next, nil
+}
+
+// RecentConversation returns up to n of the contact's latest messages, oldest first: the bot's context.
+func (s *Store) RecentConversation(ctx context.Context, contactID string, n int) ([]Message, error) {
+	var msgs []Message
+	err := s.db.NewSelect().Model(&msgs).Where("contact_id = ?", contactID).Order("id DESC").Limit(int64(n)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recent conversation: %w", err)
+	}
+	for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
+		msgs[i], msgs[j] = msgs[j], msgs[i]
+	}
+	return msgs, nil
+}
+
+// MessageAttempts lists the delivery attempts of the account's message, oldest first. Errors: NOT_FOUND.
+func (s *Store) MessageAttempts(ctx context.Context, accountID, messageID string) ([]Attempt, error) {
+	if _, err := s.MessageByID(ctx, accountID, messageID); err != nil {
+		return nil, err
+	}
+	var attempts []Attempt
+	if err := s.db.NewSelect().Model(&attempts).Where("message_id = ?", messageID).Order("id").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("message attempts: %w", err)
+	}
+	return attempts, nil
+}
+
+// AttemptOutcome is what one delivery attempt found out.
+type AttemptOutcome struct {
+	StatusCode int // 0 when no response
+	Error      string
+	Duration   time.Duration
+	// NextAttemptAt is when the next retry is due; nil when this attempt was the last.
+	NextAttemptAt *time.Time
+}
+
+// RecordAttempt stores a delivery attempt and moves the message to sent (no error) or failed (with the
+// error and, while a retry is scheduled, nextAttemptAt). A message already sent stays sent.
+func (s *Store) RecordAttempt(ctx context.Context, messageID string, out AttemptOutcome) error {
+	at := now()
+	a := &Attempt{ID: newID(prefixAttempt), MessageID: messageID, At: at, DurationMS: out.Duration.Milliseconds()}
+	if out.StatusCode != 0 {
+		a.StatusCode = &out.StatusCode
+	}
+	if out.Error != "" {
+		a.Error = &out.Error
+	}
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
+			return fmt.Errorf("record attempt: %w", err)
+		}
+		q := tx.NewUpdate().Model((*Message)(nil)).
+			Set("attempts = attempts + 1").
+			Where("id = ? AND status <> ?", messageID, StatusSent)
+		if out.Error == "" {
+			q = q.Set("status = ?", StatusSent).Set("error = NULL").Set("next_attempt_at = NULL").Set("sent_at = ?", at)
+		} else {
+			q = q.Set("status = ?", StatusFailed).Set("error = ?", out.Error).Set("next_attempt_at = ?", out.NextAttemptAt)
+		}
+		if _, err := q.Exec(ctx); err != nil {
+			return fmt.Errorf("record attempt: %w", err)
+		}
+		return nil
+	})
+}
+
+// Redeliver queues a failed outgoing message again: it goes back to pending in a new delivery round,
+// whose number the caller uses in the delivery task id. Errors: NOT_FOUND, CONFLICT when the message is
+// not a failed outgoing message.
+func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Message, error) {
+	m, err := s.MessageByID(ctx, accountID, messageID)
+	if err != nil {
+		return nil, err
+	}
+	if m.Direction != DirectionOutgoing {
+		return nil, Errorf(CodeConflict, "only outgoing messages are delivered")
+	}
+	res, err := s.db.NewUpdate().Model((*Message)(nil)).
+		Set("status = ?", StatusPending).
+		Set("next_attempt_at = NULL").
+		Set("delivery_round = delivery_round + 1").
+		Where("id = ? AND status = ?", m.ID, StatusFailed).
+		Exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("redeliver: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, Errorf(CodeConflict, "message is %s; only a failed message can be redelivered", m.Status)
+	}
+	return s.Message(ctx, m.ID)
+}

@@ -1,0 +1,235 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/uptrace/bun"
+)
+
+// CustomSendInput is a message the client sends to a contact through a custom channel (SPEC.md 2.5).
+type CustomSendInput struct {
+	FromID     string // the contact's id on the client's platform
+	Channel    string // customData.customChannel
+	Body       string
+	CampaignID string
+	FirstName  string
+	LastName   string
+	Email      string
+}
+
+// Validate checks SPEC.md 2.5 and normalizes in place. Errors: VALIDATION_ERROR naming the field.
+func (in *CustomSendInput) Validate() error {
+	in.FromID, in.Channel, in.CampaignID = strings.TrimSpace(in.FromID), strings.TrimSpace(in.Channel), strings.TrimSpace(in.CampaignID)
+	switch {
+	case in.FromID == "":
+		return Errorf(CodeValidation, "customData.fromId is required")
+	case in.Channel == "":
+		return Errorf(CodeValidation, "customData.customChannel is required")
+	case strings.TrimSpace(in.Body) == "":
+		return Errorf(CodeValidation, "customData.body must not be empty")
+	}
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{
+		{"customData.fromId", in.FromID, maxExternalIDLength},
+		{"customData.customChannel", in.Channel, maxLabelLength},
+		{"customData.body", in.Body, maxBodyLength},
+		{"customData.campaignId", in.CampaignID, maxIDLength},
+	} {
+		if err := checkText(f.name, f.value, f.max); err != nil {
+			return err
+		}
+	}
+	var err error
+	if in.FirstName, err = cleanName("customData.firstName", in.FirstName); err != nil {
+		return err
+	}
+	if in.LastName, err = cleanName("customData.lastName", in.LastName); err != nil {
+		return err
+	}
+	if in.Email, err = NormalizeEmail(in.Email); err != nil {
+		return Errorf(CodeValidation, "customData.email is not a valid email address")
+	}
+	return nil
+}
+
+// SendCustom stores an outgoing message to the contact of fromId (created, or updated with the names
+// and email given) as pending, for the worker to deliver through the account's webhook. in must have
+// passed Validate.
+func (s *Store) SendCustom(ctx context.Context, accountID string, in CustomSendInput) (*Message, *Contact, error) {
+	var contact *Contact
+	m := &Message{
+		ID: newID(prefixMessage), AccountID: accountID, Direction: DirectionOutgoing, Channel: in.Channel,
+		MessageType: MessageTypeText, Body: in.Body, ToID: in.FromID, Author: AuthorAPI, Status: StatusPending,
+		CreatedAt: now(),
+	}
+	if in.CampaignID != "" {
+		m.CampaignID = &in.CampaignID
+	}
+	err := s.inTxRetrying(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		contact, err = contactForExternalID(ctx, tx, accountID, in.FromID, ContactInput{FirstName: in.FirstName, LastName: in.LastName, Email: in.Email})
+		if err != nil {
+			return err
+		}
+		if err := updateContactFields(ctx, tx, contact, in.FirstName, in.LastName, in.Email); err != nil {
+			return err
+		}
+		m.ContactID = contact.ID
+		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
+			return err
+		}
+		if m.CampaignID != nil {
+			return setConversationCampaign(ctx, tx, contact.ID, *m.CampaignID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("send custom: %w", err)
+	}
+	return m, contact, nil
+}
+
+// updateContactFields sets the names and email that were given (non-empty) on the contact.
+func updateContactFields(ctx context.Context, tx bun.Tx, c *Contact, first, last, email string) error {
+	q := tx.NewUpdate().Model((*Contact)(nil)).Where("id = ?", c.ID)
+	changed := false
+	if first != "" && first != c.FirstName {
+		c.FirstName, changed = first, true
+		q = q.Set("first_name = ?", first)
+	}
+	if last != "" && last != c.LastName {
+		c.LastName, changed = last, true
+		q = q.Set("last_name = ?", last)
+	}
+	if email != "" && (c.Email == nil || *c.Email != email) && c.Origin == originChannel {
+		c.Email, changed = &email, true
+		q = q.Set("email = ?", email)
+	}
+	if !changed {
+		return nil
+	}
+	c.UpdatedAt = now()
+	_, err := q.Set("updated_at = ?", c.UpdatedAt).Exec(ctx)
+	return err
+}
+
+// HumanReply stores a reply typed by a team member as a pending outgoing message and pauses the bot for
+// the contact. Without channel it goes out on the channel of the contact's latest incoming message.
+// Errors: NOT_FOUND, VALIDATION_ERROR (empty body, or no channel to reply on).
+func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, channel string) (*Message, error) {
+	channel = strings.TrimSpace(channel)
+	if strings.TrimSpace(body) == "" {
+		return nil, Errorf(CodeValidation, "body must not be empty")
+	}
+	if err := checkText("body", body, maxBodyLength); err != nil {
+		return nil, err
+	}
+	if err := checkText("channel", channel, maxLabelLength); err != nil {
+		return nil, err
+	}
+	contact, err := s.ContactByID(ctx, accountID, contactID)
+	if err != nil {
+		return nil, err
+	}
+	// The reply goes to the sender id the contact last wrote from, on its channel unless one is given.
+	last := new(Message)
+	q := s.db.NewSelect().Model(last).Where("contact_id = ? AND direction = ?", contact.ID, DirectionIncoming).Order("id DESC").Limit(1)
+	if channel != "" {
+		q = q.Where("channel = ?", channel)
+	}
+	toID := ""
+	if err := q.Scan(ctx); err == nil {
+		toID, channel = last.FromID, last.Channel
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("human reply: %w", err)
+	}
+	if toID == "" {
+		var ids []string
+		if err := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").Where("contact_id = ?", contact.ID).Order("created_at").Limit(1).Scan(ctx, &ids); err != nil {
+			return nil, fmt.Errorf("human reply: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil, Errorf(CodeValidation, "the contact has no custom-channel id to reply to: it has not written on a custom channel")
+		}
+		toID = ids[0]
+	}
+	if channel == "" {
+		return nil, Errorf(CodeValidation, "channel is required: the contact has no incoming message to reply to")
+	}
+	m := &Message{
+		ID: newID(prefixMessage), AccountID: accountID, ContactID: contact.ID, CampaignID: contact.ConversationCampaignID,
+		Direction: DirectionOutgoing, Channel: channel, MessageType: MessageTypeText, Body: body, ToID: toID,
+		Author: AuthorHuman, Status: StatusPending, CreatedAt: now(),
+	}
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
+			return err
+		}
+		return setBotPaused(ctx, tx, contact.ID, true)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("human reply: %w", err)
+	}
+	return m, nil
+}
+
+// SetBotActive pauses or resumes the bot for a contact. Errors: NOT_FOUND.
+func (s *Store) SetBotActive(ctx context.Context, accountID, contactID string, active bool) (*Contact, error) {
+	contact, err := s.ContactByID(ctx, accountID, contactID)
+	if err != nil {
+		return nil, err
+	}
+	if err := setBotPaused(ctx, s.db, contact.ID, !active); err != nil {
+		return nil, fmt.Errorf("set bot active: %w", err)
+	}
+	contact.BotPaused = !active
+	return contact, nil
+}
+
+func setBotPaused(ctx context.Context, db bun.IDB, contactID string, paused bool) error {
+	_, err := db.NewUpdate().Model((*Contact)(nil)).Set("bot_paused = ?", paused).Set("updated_at = ?", now()).Where("id = ?", contactID).Exec(ctx)
+	return err
+}
+
+// CreateBotReply stores the bot's answer to an incoming message as a pending outgoing message and marks
+// the incoming message answered. It is idempotent: a second call for the same incoming message returns
+// the reply stored by the first.
+func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignID *string, text string) (*Message, error) {
+	m := &Message{
+		ID: newID(prefixMessage), AccountID: incoming.AccountID, ContactID: incoming.ContactID, CampaignID: campaignID,
+		Direction: DirectionOutgoing, Channel: incoming.Channel, MessageType: MessageTypeText, Body: text,
+		ToID: incoming.FromID, Author: AuthorBot, Status: StatusPending, ReplyToID: &incoming.ID, CreatedAt: now(),
+	}
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			if err := tx.NewSelect().Model(m).Where("reply_to_id = ?", incoming.ID).Scan(ctx); err != nil {
+				return err
+			}
+		}
+		return setBotStatus(ctx, tx, incoming.ID, BotDone)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create bot reply: %w", err)
+	}
+	return m, nil
+}
+
+// SetBotStatus records what became of an incoming message's bot reply.
+func (s *Store) SetBotStatus(ctx context.Context, messageID, status string) error {
+	return setBotStatus(ctx, s.db, messageID, status)
+}
+
+func setBotStatus(ctx context.Context, db bun.IDB, messageID, status string) error {
+	_, err := db.NewUpdate().Model((*Message)(nil)).Set("bot_status = ?", status).Where("id = ?", messageID).Exec(ctx)
+	return err
+}

@@ -1,0 +1,47 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DueDelivery names an outgoing message owed a delivery in its current round.
+type DueDelivery struct {
+	MessageID string `bun:"id"`
+	Round     int    `bun:"delivery_round"`
+}
+
+// DueWorkList is what the sweep re-enqueues.
+type DueWorkList struct {
+	BotReplies []string
+	Deliveries []DueDelivery
+	Alerts     []string
+}
+
+// DueWork lists work that should have been done before cutoff but was not: incoming messages still
+// owed a bot reply, outgoing messages still pending or whose scheduled retry is overdue, and alerts
+// not yet sent to the alert webhook. At most limit of each.
+func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueWorkList, error) {
+	due := &DueWorkList{}
+	err := s.db.NewSelect().Model((*Message)(nil)).Column("id").
+		Where("bot_status = ? AND created_at < ?", BotPending, cutoff).
+		Order("created_at").Limit(int64(limit)).Scan(ctx, &due.BotReplies)
+	if err != nil {
+		return nil, fmt.Errorf("due bot replies: %w", err)
+	}
+	err = s.db.NewSelect().Model((*Message)(nil)).Column("id", "delivery_round").
+		Where("direction = ? AND status IN (?, ?)", DirectionOutgoing, StatusPending, StatusFailed).
+		Where("(status = ? AND created_at < ?) OR (status = ? AND next_attempt_at < ?)", StatusPending, cutoff, StatusFailed, cutoff).
+		Order("created_at").Limit(int64(limit)).Scan(ctx, &due.Deliveries)
+	if err != nil {
+		return nil, fmt.Errorf("due deliveries: %w", err)
+	}
+	err = s.db.NewSelect().Model((*Alert)(nil)).Column("id").
+		Where("webhook_status = ? AND created_at < ?", AlertWebhookPending, cutoff).
+		Order("created_at").Limit(int64(limit)).Scan(ctx, &due.Alerts)
+	if err != nil {
+		return nil, fmt.Errorf("due alerts: %w", err)
+	}
+	return due, nil
+}
