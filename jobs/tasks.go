@@ -22,10 +22,6 @@ const (
 	TypeSweep          = "maintenance:sweep"
 )
 
-// botRetryDelays space the retries of a bot reply whose model call failed; after the last one the
-// bot gives up and raises an alert instead.
-var botRetryDelays = []time.Duration{2 * time.Second, 10 * time.Second, 30 * time.Second}
-
 // BotReplyPayload names the incoming message to answer.
 type BotReplyPayload struct {
 	MessageID string `json:"messageId"`
@@ -67,7 +63,7 @@ func (q *Queue) Close() error { return q.client.Close() }
 // BotReply enqueues the bot's reply to an incoming message (one task per message, ever).
 func (q *Queue) BotReply(ctx context.Context, messageID string) error {
 	return q.enqueue(ctx, TypeBotReply, BotReplyPayload{MessageID: messageID},
-		asynq.TaskID("bot:"+messageID), asynq.Queue(QueueDefault), asynq.MaxRetry(len(botRetryDelays)))
+		asynq.TaskID("bot:"+messageID), asynq.Queue(QueueDefault), asynq.MaxRetry(botMaxRetry))
 }
 
 // Deliver enqueues the delivery of an outgoing message in the given round.
@@ -110,8 +106,11 @@ type retryAfterError struct {
 func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
 
+// botMaxRetry is how often a failed bot reply is retried before the bot gives up and alerts.
+const botMaxRetry = 3
+
 // retryDelay is the worker's asynq RetryDelayFunc. n is how many retries the task has had.
-func retryDelay(schedule []time.Duration) asynq.RetryDelayFunc {
+func retryDelay(schedule, botDelays []time.Duration) asynq.RetryDelayFunc {
 	return func(n int, err error, task *asynq.Task) time.Duration {
 		switch task.Type() {
 		case TypeWebhookDeliver, TypeAlertDeliver:
@@ -122,7 +121,7 @@ func retryDelay(schedule []time.Duration) asynq.RetryDelayFunc {
 			}
 			return d
 		case TypeBotReply:
-			return botRetryDelays[min(n, len(botRetryDelays)-1)]
+			return botDelays[min(n, len(botDelays)-1)]
 		}
 		return asynq.DefaultRetryDelayFunc(n, err, task)
 	}

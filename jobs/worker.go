@@ -45,6 +45,9 @@ type Handler struct {
 	Redis  redis.UniversalClient
 	Bot    Bot
 	Sender *WebhookSender
+	// BotRetryDelays space the retries of a bot reply whose model call failed (the defaults unless a
+	// test shortens them); after the last one the bot gives up and raises an alert.
+	BotRetryDelays []time.Duration
 }
 
 // NewHandler builds the handlers' dependencies from the configuration: the bot (an LLM or the
@@ -54,6 +57,8 @@ func NewHandler(store *models.Store, cfg *config.Config, log *slog.Logger, queue
 		Store: store, Config: cfg, Log: log, Queue: queue, Redis: rdb,
 		Bot:    NewBot(cfg, nil),
 		Sender: NewWebhookSender(cfg.WebhookTimeout, cfg.WebhookAllowPrivate),
+
+		BotRetryDelays: []time.Duration{2 * time.Second, 10 * time.Second, 30 * time.Second},
 	}
 }
 
@@ -88,7 +93,7 @@ func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log 
 		// both would add that much latency to replies and jitter to campaign pacing.
 		TaskCheckInterval:        50 * time.Millisecond,
 		DelayedTaskCheckInterval: 500 * time.Millisecond,
-		RetryDelayFunc:           retryDelay(cfg.WebhookRetrySchedule),
+		RetryDelayFunc:           retryDelay(cfg.WebhookRetrySchedule, h.BotRetryDelays),
 		Logger:                   logger,
 		LogLevel:                 asynqLevel(cfg.LogLevel),
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, task *asynq.Task, err error) {
