@@ -59,5 +59,5 @@ func (h *Handler) handleAlert(ctx context.Context, t *asynq.Task) error {
 	if !res.Retryable || retried >= maxRetry {
 		return fmt.Errorf("alert %s: %s: %w", alert.ID, res.Error, asynq.SkipRetry)
 	}
-	return &retryAfterError{err: errors.New(res.Error), delay: res.RetryAfter}
+	return &retryAt{err: errors.New(res.Error), at: nextAttempt(h.Config.WebhookRetrySchedule, retried, t.Payload(), res.RetryAfter)}
 }

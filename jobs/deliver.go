@@ -72,10 +72,9 @@ func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID s
 	retried, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	final := !res.Retryable || retried >= maxRetry
+	var next time.Time
 	if !final {
-		d := scheduledDelay(h.Config.WebhookRetrySchedule, retried, t.Payload())
-		d = max(d, res.RetryAfter)
-		next := time.Now().UTC().Add(d).Truncate(time.Microsecond)
+		next = nextAttempt(h.Config.WebhookRetrySchedule, retried, t.Payload(), res.RetryAfter)
 		out.NextAttemptAt = &next
 	}
 	if err := h.Store.RecordAttempt(ctx, messageID, out); err != nil {
@@ -84,5 +83,5 @@ func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID s
 	if final {
 		return fmt.Errorf("deliver %s: %s: %w", messageID, res.Error, asynq.SkipRetry)
 	}
-	return &retryAfterError{err: errors.New(res.Error), delay: res.RetryAfter}
+	return &retryAt{err: errors.New(res.Error), at: next}
 }

@@ -97,14 +97,15 @@ func (q *Queue) enqueue(ctx context.Context, typ string, payload any, opts ...as
 	return nil
 }
 
-// retryAfterError carries a delay the receiver asked for (Retry-After) to the retry delay function.
-type retryAfterError struct {
-	err   error
-	delay time.Duration
+// retryAt tells the retry delay function when the handler scheduled the next attempt (the time it
+// recorded as nextAttemptAt), so the two agree.
+type retryAt struct {
+	err error
+	at  time.Time
 }
 
-func (e *retryAfterError) Error() string { return e.err.Error() }
-func (e *retryAfterError) Unwrap() error { return e.err }
+func (e *retryAt) Error() string { return e.err.Error() }
+func (e *retryAt) Unwrap() error { return e.err }
 
 // botMaxRetry is how often a failed bot reply is retried before the bot gives up and alerts.
 const botMaxRetry = 3
@@ -112,14 +113,13 @@ const botMaxRetry = 3
 // retryDelay is the worker's asynq RetryDelayFunc. n is how many retries the task has had.
 func retryDelay(schedule, botDelays []time.Duration) asynq.RetryDelayFunc {
 	return func(n int, err error, task *asynq.Task) time.Duration {
+		var ra *retryAt
+		if errors.As(err, &ra) {
+			return max(time.Until(ra.at), 0)
+		}
 		switch task.Type() {
 		case TypeWebhookDeliver, TypeAlertDeliver:
-			d := scheduledDelay(schedule, n, task.Payload())
-			var ra *retryAfterError
-			if errors.As(err, &ra) && ra.delay > d {
-				d = ra.delay
-			}
-			return d
+			return scheduledDelay(schedule, n, task.Payload())
 		case TypeBotReply:
 			return botDelays[min(n, len(botDelays)-1)]
 		}
@@ -127,8 +127,20 @@ func retryDelay(schedule, botDelays []time.Duration) asynq.RetryDelayFunc {
 	}
 }
 
-// scheduledDelay is the n-th delay of the schedule plus up to 10% jitter. The jitter is derived from
-// the task and n, so the handler can record the same next attempt time that asynq will use.
+// nextAttempt is when a failed delivery is tried again: the n-th delay of the schedule with its
+// jitter, or later when the receiver asked for it (Retry-After). asynq keeps retry times in whole
+// seconds and runs a task once its second has begun, so the time is rounded up to a whole second:
+// rounding down could run the retry before the receiver's Retry-After has passed.
+func nextAttempt(schedule []time.Duration, n int, payload []byte, retryAfter time.Duration) time.Time {
+	d := max(scheduledDelay(schedule, n, payload), retryAfter)
+	at := time.Now().UTC().Add(d)
+	if frac := at.Sub(at.Truncate(time.Second)); frac > 0 {
+		at = at.Add(time.Second - frac)
+	}
+	return at
+}
+
+// scheduledDelay is the n-th delay of the schedule plus up to 10% jitter, derived from the task and n.
 func scheduledDelay(schedule []time.Duration, n int, payload []byte) time.Duration {
 	base := schedule[min(n, len(schedule)-1)]
 	h := fnv.New64a()
