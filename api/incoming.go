@@ -93,6 +93,11 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 			return models.Errorf(models.CodeUnavailable, "the message was stored but could not be queued; retry with the same messageSid")
 		}
 	}
+	if !duplicate && msg.MediaCheck != nil {
+		if err := s.queue.MediaCheck(ctx, msg.ID); err != nil {
+			s.log.Warn("media link check not enqueued", "message_id", msg.ID, "error", err.Error())
+		}
+	}
 	s.rememberSid(ctx, key, msg.ID)
 	if duplicate {
 		return c.JSON(fiber.Map{"success": true, "messageId": msg.ID, "duplicate": true})

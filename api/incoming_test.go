@@ -371,3 +371,39 @@ func TestSendCustomChannelMessage(t *testing.T) {
 		})
 	}
 }
+
+func TestMediaLinksAreCheckedByTheWorker(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorker(t)
+	files := newSink(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/pixel.png" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(pngPixel)
+	})
+	_, key := newAccount(t)
+	cases := []struct{ name, path, declared, want string }{
+		{"matching type", "/pixel.png", "image/png", "ok"},
+		{"declared type differs from the file", "/pixel.png", "application/pdf", "type mismatch"},
+		{"missing file", "/gone.jpg", "image/jpeg", "unreachable: HTTP 404"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, "POST", srv.URL+"/v1/incoming_custom_channel_message", key, map[string]any{"customData": map[string]any{
+				"messageSid": fmt.Sprint("media-", i), "fromId": "olga", "toId": "biz", "body": "see attached",
+				"mediaUrl": files.URL + tc.path, "mediaContentType": tc.declared,
+			}})
+			expect(t, r, http.StatusOK, "")
+			id := r.JSON(t)["messageId"].(string)
+			var got string
+			waitFor(t, 10*time.Second, "the media check", func() bool {
+				got, _ = do(t, "GET", srv.URL+"/v1/messages/"+id, key, nil).JSON(t)["mediaCheck"].(string)
+				return got != "" && got != "pending"
+			})
+			if !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("mediaCheck %q, want %q...", got, tc.want)
+			}
+		})
+	}
+}

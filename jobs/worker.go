@@ -70,6 +70,7 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 	mux.HandleFunc(TypeAlertDeliver, h.handleAlert)
 	mux.HandleFunc(TypeWebhookTest, h.handleWebhookTest)
 	mux.HandleFunc(TypeSweep, h.handleSweep)
+	mux.HandleFunc(TypeMediaCheck, h.handleMediaCheck)
 }
 
 // Worker is an asynq server on the service's queues, with the scheduler that enqueues the sweep.

@@ -148,6 +148,10 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 	}
 	if in.MediaURL != "" {
 		m.MediaURL, m.MediaContentType = &in.MediaURL, &in.MediaContentType
+		if IsMediaLink(in.MediaURL) {
+			pending := MediaCheckPending
+			m.MediaCheck = &pending
+		}
 	}
 	newContact := ContactInput{FirstName: in.FirstName, LastName: in.LastName, Email: in.Email}
 

@@ -70,6 +70,19 @@ func checkMedia(rawURL, contentType string, maxBytes int) (string, string, error
 	return rawURL, declared, nil
 }
 
+// IsMediaLink reports whether a stored media URL is a link (checked later by the worker) rather than
+// embedded data.
+func IsMediaLink(mediaURL string) bool {
+	return mediaURL != "" && !strings.HasPrefix(strings.ToLower(mediaURL), "data:")
+}
+
+// MediaMatches sniffs the start of a file and reports its detected type and whether it is of the
+// declared type.
+func MediaMatches(head []byte, declared string) (string, bool) {
+	detected := mimetype.Detect(head)
+	return detected.String(), isOfType(detected, declared)
+}
+
 // isOfType reports whether sniffed content is of the declared type or a more specific kind of it
 // (an .xlsx is a zip; anything is application/octet-stream).
 func isOfType(detected *mimetype.MIME, declared string) bool {

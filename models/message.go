@@ -50,6 +50,7 @@ type Message struct {
 	Body             string     `bun:"body" json:"body"`
 	MediaURL         *string    `bun:"media_url" json:"mediaUrl"`
 	MediaContentType *string    `bun:"media_content_type" json:"mediaContentType"`
+	MediaCheck       *string    `bun:"media_check" json:"mediaCheck,omitempty"`
 	ExternalID       *string    `bun:"external_id" json:"messageSid,omitempty"`
 	FromID           string     `bun:"from_id" json:"-"`
 	ToID             string     `bun:"to_id" json:"-"`
@@ -134,6 +135,18 @@ func (s *Store) RecentConversation(ctx context.Context, contactID string, n int)
 		msgs[i], msgs[j] = msgs[j], msgs[i]
 	}
 	return msgs, nil
+}
+
+// MediaCheckPending marks a linked media file the worker has yet to fetch.
+const MediaCheckPending = "pending"
+
+// SetMediaCheck records what the worker found at a message's media link: "ok", or the problem.
+func (s *Store) SetMediaCheck(ctx context.Context, messageID, result string) error {
+	_, err := s.db.NewUpdate().Model((*Message)(nil)).Set("media_check = ?", truncate(result, 500)).Where("id = ?", messageID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("set media check: %w", err)
+	}
+	return nil
 }
 
 // MessageAttempts lists the delivery attempts of the account's message, oldest first. Errors: NOT_FOUND.

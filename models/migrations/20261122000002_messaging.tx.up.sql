@@ -44,6 +44,7 @@ CREATE TABLE messages (
     body               TEXT NOT NULL,
     media_url          TEXT,
     media_content_type TEXT,
+    media_check        TEXT,                      -- a linked file, as the worker found it: pending | ok | a problem
     external_id        TEXT,                      -- incoming: messageSid or id, for de-duplication
     from_id            TEXT NOT NULL DEFAULT '',  -- incoming: the sender's id on the client's platform
     to_id              TEXT NOT NULL DEFAULT '',  -- incoming: the business id; outgoing: the contact's fromId
