@@ -40,13 +40,9 @@ func startServer(t *testing.T, overrides ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
 	queue := jobs.NewQueue(env.Asynq, cfg)
 	t.Cleanup(func() { _ = queue.Close() })
-	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Logger: log})
+	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Logger: testLogger()})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +61,14 @@ func startServer(t *testing.T, overrides ...string) *server {
 		scheme = "https"
 	}
 	return &server{Server: srv, URL: scheme + "://" + ln.Addr().String(), cfg: cfg}
+}
+
+// testLogger discards logs, or shows warnings and errors with -v.
+func testLogger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return slog.New(slog.NewJSONHandler(io.Discard, nil))
 }
 
 var accountSeq atomic.Int64

@@ -2,10 +2,8 @@ package api_test
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -85,10 +83,7 @@ func startWorker(t *testing.T, overrides ...string) *jobs.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
+	log := testLogger()
 	queue := jobs.NewQueue(env.Asynq, cfg)
 	h := jobs.NewHandler(env.Store, cfg, log, queue, env.Redis)
 	h.BotRetryDelays = []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}

@@ -52,20 +52,15 @@ func (in *IncomingInput) Validate(maxMediaBytes int) error {
 	case strings.TrimSpace(in.Body) == "":
 		return Errorf(CodeValidation, "customData.body must not be empty")
 	}
-	for _, f := range []struct {
-		name, value string
-		max         int
-	}{
-		{"customData.messageSid", in.ExternalID, maxExternalIDLength},
-		{"customData.fromId", in.FromID, maxExternalIDLength},
-		{"customData.toId", in.ToID, maxExternalIDLength},
-		{"customData.body", in.Body, maxBodyLength},
-		{"customData.channel", in.Channel, maxLabelLength},
-		{"customData.campaignId", in.CampaignID, maxIDLength},
-	} {
-		if err := checkText(f.name, f.value, f.max); err != nil {
-			return err
-		}
+	if err := checkTexts(
+		textField{"customData.messageSid", in.ExternalID, maxExternalIDLength},
+		textField{"customData.fromId", in.FromID, maxExternalIDLength},
+		textField{"customData.toId", in.ToID, maxExternalIDLength},
+		textField{"customData.body", in.Body, maxBodyLength},
+		textField{"customData.channel", in.Channel, maxLabelLength},
+		textField{"customData.campaignId", in.CampaignID, maxIDLength},
+	); err != nil {
+		return err
 	}
 	in.Channel = strings.TrimSpace(in.Channel)
 	if in.Channel == "" {
@@ -84,18 +79,42 @@ func (in *IncomingInput) Validate(maxMediaBytes int) error {
 	default:
 		return Errorf(CodeValidation, "messageType must be text or reaction")
 	}
+	if err := cleanPerson(&in.FirstName, &in.LastName, &in.Email); err != nil {
+		return err
+	}
 	var err error
-	if in.FirstName, err = cleanName("customData.firstName", in.FirstName); err != nil {
-		return err
-	}
-	if in.LastName, err = cleanName("customData.lastName", in.LastName); err != nil {
-		return err
-	}
-	if in.Email, err = NormalizeEmail(in.Email); err != nil {
-		return Errorf(CodeValidation, "customData.email is not a valid email address")
-	}
 	in.MediaURL, in.MediaContentType, err = checkMedia(in.MediaURL, in.MediaContentType, maxMediaBytes)
 	return err
+}
+
+// textField is a text input with its client-facing name and its length limit in characters.
+type textField struct {
+	name, value string
+	max         int
+}
+
+func checkTexts(fields ...textField) error {
+	for _, f := range fields {
+		if err := checkText(f.name, f.value, f.max); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanPerson validates and normalizes the customData names and email used for a contact.
+func cleanPerson(first, last, email *string) error {
+	var err error
+	if *first, err = cleanName("customData.firstName", *first); err != nil {
+		return err
+	}
+	if *last, err = cleanName("customData.lastName", *last); err != nil {
+		return err
+	}
+	if *email, err = NormalizeEmail(*email); err != nil {
+		return Errorf(CodeValidation, "customData.email is not a valid email address")
+	}
+	return nil
 }
 
 func checkText(field, v string, max int) error {

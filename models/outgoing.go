@@ -32,30 +32,15 @@ func (in *CustomSendInput) Validate() error {
 	case strings.TrimSpace(in.Body) == "":
 		return Errorf(CodeValidation, "customData.body must not be empty")
 	}
-	for _, f := range []struct {
-		name, value string
-		max         int
-	}{
-		{"customData.fromId", in.FromID, maxExternalIDLength},
-		{"customData.customChannel", in.Channel, maxLabelLength},
-		{"customData.body", in.Body, maxBodyLength},
-		{"customData.campaignId", in.CampaignID, maxIDLength},
-	} {
-		if err := checkText(f.name, f.value, f.max); err != nil {
-			return err
-		}
-	}
-	var err error
-	if in.FirstName, err = cleanName("customData.firstName", in.FirstName); err != nil {
+	if err := checkTexts(
+		textField{"customData.fromId", in.FromID, maxExternalIDLength},
+		textField{"customData.customChannel", in.Channel, maxLabelLength},
+		textField{"customData.body", in.Body, maxBodyLength},
+		textField{"customData.campaignId", in.CampaignID, maxIDLength},
+	); err != nil {
 		return err
 	}
-	if in.LastName, err = cleanName("customData.lastName", in.LastName); err != nil {
-		return err
-	}
-	if in.Email, err = NormalizeEmail(in.Email); err != nil {
-		return Errorf(CodeValidation, "customData.email is not a valid email address")
-	}
-	return nil
+	return cleanPerson(&in.FirstName, &in.LastName, &in.Email)
 }
 
 // SendCustom stores an outgoing message to the contact of fromId (created, or updated with the names
