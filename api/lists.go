@@ -83,6 +83,7 @@ func (s *Server) addToList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	s.enqueueOpenings(c, res.Sends)
 	status := fiber.StatusOK
 	if len(res.Added) > 0 {
 		status = fiber.StatusCreated

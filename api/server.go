@@ -120,4 +120,11 @@ func (s *Server) routes() {
 	v1.Put("/settings/webhook", auth, s.putWebhook)
 	v1.Post("/settings/webhook/test", auth, s.testWebhook)
 	v1.Put("/settings/alert_webhook", auth, s.putAlertWebhook)
+	v1.Put("/settings/channels/sms", auth, s.putSMSSettings)
+	v1.Put("/settings/channels/whatsapp", auth, s.putWhatsAppSettings)
+
+	v1.Post("/campaigns", auth, s.createCampaign)
+	v1.Get("/campaigns", auth, s.listCampaigns)
+	v1.Get("/campaigns/:id", auth, s.getCampaign)
+	v1.Patch("/campaigns/:id", auth, s.patchCampaign)
 }

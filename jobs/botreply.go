@@ -39,7 +39,11 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if contact.BotPaused {
 		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
 	}
-	req, err := h.botRequest(ctx, in, contact)
+	campaign, err := h.conversationCampaign(ctx, in, contact)
+	if err != nil {
+		return err
+	}
+	req, err := h.campaignBotRequest(ctx, campaign, contact, in.ID)
 	if err != nil {
 		return err
 	}
@@ -67,9 +71,9 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 		h.Log.Info("handoff to a human", "message_id", in.ID, "account_id", in.AccountID, "alert_id", alert.ID)
 		return h.sendAlert(ctx, alert)
 	}
-	campaignID := in.CampaignID
-	if campaignID == nil {
-		campaignID = contact.ConversationCampaignID
+	var campaignID *string
+	if campaign != nil {
+		campaignID = &campaign.ID
 	}
 	reply, err := h.Store.CreateBotReply(ctx, in, campaignID, resp.Text)
 	if err != nil {
@@ -78,27 +82,48 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	return h.Queue.Deliver(ctx, reply.ID, reply.DeliveryRound)
 }
 
-// botRequest gathers the bot's context: the account's bot settings and the conversation up to the
-// message being answered.
-func (h *Handler) botRequest(ctx context.Context, in *models.Message, contact *models.Contact) (BotRequest, error) {
-	acc, err := h.Store.AccountByID(ctx, in.AccountID)
-	if err != nil {
-		return BotRequest{}, err
+// conversationCampaign is the campaign whose voice answers a message: the one the message names, else
+// the contact's latest campaign; nil (the account's defaults) when neither exists.
+func (h *Handler) conversationCampaign(ctx context.Context, in *models.Message, contact *models.Contact) (*models.Campaign, error) {
+	id := in.CampaignID
+	if id == nil {
+		id = contact.ConversationCampaignID
+	}
+	if id == nil {
+		return nil, nil
+	}
+	c, err := h.Store.Campaign(ctx, *id)
+	if models.ErrorCode(err) == models.CodeNotFound || (err == nil && c.AccountID != in.AccountID) {
+		return nil, nil
+	}
+	return c, err
+}
+
+// campaignBotRequest gathers the bot's context: the campaign's instructions, goal and language (the
+// account's when campaign is nil) and the conversation up to the message being answered (all of it
+// when upTo is "").
+func (h *Handler) campaignBotRequest(ctx context.Context, campaign *models.Campaign, contact *models.Contact, upTo string) (BotRequest, error) {
+	req := BotRequest{FirstName: contact.FirstName}
+	if campaign != nil {
+		req.Instructions, req.Goal, req.Language = campaign.BotInstructions, campaign.Goal, campaign.Language
+	} else {
+		acc, err := h.Store.AccountByID(ctx, contact.AccountID)
+		if err != nil {
+			return BotRequest{}, err
+		}
+		req.Instructions, req.Goal, req.Language = acc.BotInstructions, acc.BotGoal, acc.BotLanguage
 	}
 	msgs, err := h.Store.RecentConversation(ctx, contact.ID, conversationWindow)
 	if err != nil {
 		return BotRequest{}, err
 	}
-	req := BotRequest{
-		Instructions: acc.BotInstructions, Goal: acc.BotGoal, Language: acc.BotLanguage, FirstName: contact.FirstName,
-	}
 	for _, m := range msgs {
-		if m.ID > in.ID {
+		if upTo != "" && m.ID > upTo {
 			break // written after the message being answered
 		}
-		role := "user"
+		role := BotRoleUser
 		if m.Direction == models.DirectionOutgoing {
-			role = "assistant"
+			role = BotRoleAssistant
 		}
 		text := m.Body
 		if m.MessageType == models.MessageTypeReaction {

@@ -29,12 +29,20 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 			return err
 		}
 	}
+	if err := h.Queue.Openings(ctx, due.Openings); err != nil {
+		return err
+	}
+	for _, f := range due.FollowUps {
+		if err := h.Queue.FollowUp(ctx, f.SendID, f.Step, time.Now()); err != nil {
+			return err
+		}
+	}
 	for _, id := range due.Alerts {
 		if err := h.Queue.Alert(ctx, id); err != nil {
 			return err
 		}
 	}
-	if n := len(due.BotReplies) + len(due.Deliveries) + len(due.Alerts); n > 0 {
+	if n := len(due.BotReplies) + len(due.Deliveries) + len(due.Alerts) + len(due.Openings) + len(due.FollowUps); n > 0 {
 		h.Log.Info("sweep: owed work found; enqueued where no task held it", "bot_replies", len(due.BotReplies), "deliveries", len(due.Deliveries), "alerts", len(due.Alerts))
 	}
 	return nil

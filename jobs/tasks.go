@@ -117,6 +117,10 @@ func retryDelay(schedule, botDelays []time.Duration) asynq.RetryDelayFunc {
 		if errors.As(err, &ra) {
 			return max(time.Until(ra.at), 0)
 		}
+		var rl *rateLimited
+		if errors.As(err, &rl) {
+			return rl.retryAfter
+		}
 		switch task.Type() {
 		case TypeWebhookDeliver, TypeAlertDeliver:
 			return scheduledDelay(schedule, n, task.Payload())

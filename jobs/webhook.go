@@ -86,6 +86,7 @@ type DeliveryResult struct {
 	Duration   time.Duration // from the start of the attempt to the end of reading the response
 	Retryable  bool          // timeouts, connection errors, 408, 429, 5xx; other non-2xx and refused destinations are final
 	RetryAfter time.Duration // the response's Retry-After (seconds or HTTP date), 0 if absent or invalid, at most 1h
+	ProviderID string        // the SMS or WhatsApp provider's id of the accepted message; "" for webhooks
 }
 
 // OK reports whether the receiver answered with a 2xx status.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
@@ -38,13 +39,14 @@ const shutdownTimeout = 8 * time.Second
 
 // Handler holds what task handlers need. Register adds every task type it handles to a mux.
 type Handler struct {
-	Store  *models.Store
-	Config *config.Config
-	Log    *slog.Logger
-	Queue  *Queue
-	Redis  redis.UniversalClient
-	Bot    Bot
-	Sender *WebhookSender
+	Store   *models.Store
+	Config  *config.Config
+	Log     *slog.Logger
+	Queue   *Queue
+	Redis   redis.UniversalClient
+	Bot     Bot
+	Sender  *WebhookSender
+	Limiter *redis_rate.Limiter
 	// BotRetryDelays space the retries of a bot reply whose model call failed (the defaults unless a
 	// test shortens them); after the last one the bot gives up and raises an alert.
 	BotRetryDelays []time.Duration
@@ -55,8 +57,9 @@ type Handler struct {
 func NewHandler(store *models.Store, cfg *config.Config, log *slog.Logger, queue *Queue, rdb redis.UniversalClient) *Handler {
 	return &Handler{
 		Store: store, Config: cfg, Log: log, Queue: queue, Redis: rdb,
-		Bot:    NewBot(cfg, nil),
-		Sender: NewWebhookSender(cfg.WebhookTimeout, cfg.WebhookAllowPrivate),
+		Bot:     NewBot(cfg, nil),
+		Sender:  NewWebhookSender(cfg.WebhookTimeout, cfg.WebhookAllowPrivate),
+		Limiter: redis_rate.NewLimiter(rdb),
 
 		BotRetryDelays: []time.Duration{2 * time.Second, 10 * time.Second, 30 * time.Second},
 	}
@@ -71,6 +74,8 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 	mux.HandleFunc(TypeWebhookTest, h.handleWebhookTest)
 	mux.HandleFunc(TypeSweep, h.handleSweep)
 	mux.HandleFunc(TypeMediaCheck, h.handleMediaCheck)
+	mux.HandleFunc(TypeCampaignOpening, h.handleOpening)
+	mux.HandleFunc(TypeCampaignFollowUp, h.handleFollowUp)
 }
 
 // Worker is an asynq server on the service's queues, with the scheduler that enqueues the sweep.
@@ -95,6 +100,7 @@ func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log 
 		TaskCheckInterval:        50 * time.Millisecond,
 		DelayedTaskCheckInterval: 500 * time.Millisecond,
 		RetryDelayFunc:           retryDelay(cfg.WebhookRetrySchedule, h.BotRetryDelays),
+		IsFailure:                isFailure,
 		Logger:                   logger,
 		LogLevel:                 asynqLevel(cfg.LogLevel),
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, task *asynq.Task, err error) {

@@ -10,15 +10,17 @@ import (
 
 // Prefixes of the opaque ids, so that an id read in a log says what it names.
 const (
-	prefixAccount = "acc_"
-	prefixUser    = "usr_"
-	prefixAPIKey  = "key_"
-	prefixContact = "ct_"
-	prefixList    = "lst_"
-	prefixMember  = "lm_"
-	prefixMessage = "msg_"
-	prefixAttempt = "att_"
-	prefixAlert   = "alr_"
+	prefixAccount  = "acc_"
+	prefixUser     = "usr_"
+	prefixAPIKey   = "key_"
+	prefixContact  = "ct_"
+	prefixList     = "lst_"
+	prefixMember   = "lm_"
+	prefixMessage  = "msg_"
+	prefixAttempt  = "att_"
+	prefixAlert    = "alr_"
+	prefixCampaign = "cmp_"
+	prefixSend     = "snd_"
 )
 
 // maxIDLength bounds the ids we look up: anything longer cannot be ours and is answered as not found

@@ -153,6 +153,7 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 		AccountID:   accountID,
 		Direction:   DirectionIncoming,
 		Channel:     in.Channel,
+		Transport:   TransportCustom,
 		MessageType: in.MessageType,
 		Body:        in.Body,
 		ExternalID:  &in.ExternalID,

@@ -100,6 +100,9 @@ type AddResult struct {
 	Existing []string
 	NotFound []string
 	Members  []ListMember
+	// Sends are the campaign opening messages the added contacts are now owed, for the caller to
+	// enqueue after the commit (the sweep enqueues them if it cannot).
+	Sends []DueSend
 }
 
 // AddToList adds contacts to a list. A contact already on the list is reported as existing and
@@ -144,7 +147,11 @@ func (s *Store) AddToList(ctx context.Context, accountID, listID string, contact
 			res.Existing = append(res.Existing, id)
 			res.Members = append(res.Members, *m)
 		}
-		return nil
+		if len(res.Added) == 0 {
+			return nil
+		}
+		res.Sends, err = triggerCampaigns(ctx, tx, accountID, listID, res.Added)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add to list: %w", err)

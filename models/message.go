@@ -20,9 +20,10 @@ const (
 	StatusSent     = "sent"
 	StatusFailed   = "failed"
 
-	AuthorBot   = "bot"
-	AuthorHuman = "human"
-	AuthorAPI   = "api"
+	AuthorBot      = "bot"
+	AuthorHuman    = "human"
+	AuthorAPI      = "api"
+	AuthorCampaign = "campaign"
 
 	// Bot states of an incoming message.
 	BotPending = "pending" // a reply is owed
@@ -46,6 +47,7 @@ type Message struct {
 	CampaignID       *string    `bun:"campaign_id" json:"campaignId"`
 	Direction        string     `bun:"direction" json:"direction"`
 	Channel          string     `bun:"channel" json:"channel"`
+	Transport        string     `bun:"transport" json:"-"`
 	MessageType      string     `bun:"message_type" json:"messageType"`
 	Body             string     `bun:"body" json:"body"`
 	MediaURL         *string    `bun:"media_url" json:"mediaUrl"`

@@ -49,7 +49,7 @@ func (in *CustomSendInput) Validate() error {
 func (s *Store) SendCustom(ctx context.Context, accountID string, in CustomSendInput) (*Message, *Contact, error) {
 	var contact *Contact
 	m := &Message{
-		ID: newID(prefixMessage), AccountID: accountID, Direction: DirectionOutgoing, Channel: in.Channel,
+		ID: newID(prefixMessage), AccountID: accountID, Direction: DirectionOutgoing, Channel: in.Channel, Transport: TransportCustom,
 		MessageType: MessageTypeText, Body: in.Body, ToID: in.FromID, Author: AuthorAPI, Status: StatusPending,
 		CreatedAt: now(),
 	}
@@ -128,9 +128,9 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, chan
 	if channel != "" {
 		q = q.Where("channel = ?", channel)
 	}
-	toID := ""
+	toID, transport := "", TransportCustom
 	if err := q.Scan(ctx); err == nil {
-		toID, channel = last.FromID, last.Channel
+		toID, channel, transport = last.FromID, last.Channel, last.Transport
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("human reply: %w", err)
 	}
@@ -149,7 +149,7 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, chan
 	}
 	m := &Message{
 		ID: newID(prefixMessage), AccountID: accountID, ContactID: contact.ID, CampaignID: contact.ConversationCampaignID,
-		Direction: DirectionOutgoing, Channel: channel, MessageType: MessageTypeText, Body: body, ToID: toID,
+		Direction: DirectionOutgoing, Channel: channel, Transport: transport, MessageType: MessageTypeText, Body: body, ToID: toID,
 		Author: AuthorHuman, Status: StatusPending, CreatedAt: now(),
 	}
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -188,7 +188,7 @@ func setBotPaused(ctx context.Context, db bun.IDB, contactID string, paused bool
 func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignID *string, text string) (*Message, error) {
 	m := &Message{
 		ID: newID(prefixMessage), AccountID: incoming.AccountID, ContactID: incoming.ContactID, CampaignID: campaignID,
-		Direction: DirectionOutgoing, Channel: incoming.Channel, MessageType: MessageTypeText, Body: text,
+		Direction: DirectionOutgoing, Channel: incoming.Channel, Transport: incoming.Transport, MessageType: MessageTypeText, Body: text,
 		ToID: incoming.FromID, Author: AuthorBot, Status: StatusPending, ReplyToID: &incoming.ID, CreatedAt: now(),
 	}
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

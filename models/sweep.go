@@ -17,6 +17,14 @@ type DueWorkList struct {
 	BotReplies []string
 	Deliveries []DueDelivery
 	Alerts     []string
+	Openings   []DueSend
+	FollowUps  []DueFollowUp
+}
+
+// DueFollowUp names the next follow-up of a send.
+type DueFollowUp struct {
+	SendID string `bun:"id"`
+	Step   int    `bun:"step"`
 }
 
 // DueWork lists work that should have been done before cutoff but was not: incoming messages still
@@ -42,6 +50,18 @@ func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueW
 		Order("created_at").Limit(int64(limit)).Scan(ctx, &due.Alerts)
 	if err != nil {
 		return nil, fmt.Errorf("due alerts: %w", err)
+	}
+	err = s.db.NewSelect().Model((*CampaignSend)(nil)).Column("id", "due_at").
+		Where("status = ? AND due_at < ?", SendQueued, cutoff).
+		Order("due_at").Limit(int64(limit)).Scan(ctx, &due.Openings)
+	if err != nil {
+		return nil, fmt.Errorf("due openings: %w", err)
+	}
+	err = s.db.NewSelect().Model((*CampaignSend)(nil)).ColumnExpr("id, follow_up_step + 1 AS step").
+		Where("status = ? AND NOT follow_ups_done AND next_follow_up_at < ?", SendSent, cutoff).
+		Order("next_follow_up_at").Limit(int64(limit)).Scan(ctx, &due.FollowUps)
+	if err != nil {
+		return nil, fmt.Errorf("due follow-ups: %w", err)
 	}
 	return due, nil
 }

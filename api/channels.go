@@ -1,0 +1,42 @@
+package api
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"funnelchat/models"
+)
+
+// putSMSSettings: PUT /v1/settings/channels/sms {"accountSid","authToken","from"} -> 200 without the
+// auth token.
+func (s *Server) putSMSSettings(c *fiber.Ctx) error {
+	var req models.SMSSettings
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if err := s.store.SetSMSSettings(c.UserContext(), accountOf(c).ID, req); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"accountSid": req.AccountSID, "from": req.From, "authTokenSet": true})
+}
+
+// putWhatsAppSettings: PUT /v1/settings/channels/whatsapp {"phoneNumberId","accessToken","appSecret"?,
+// "verifyToken"?} -> 200 without the secrets.
+func (s *Server) putWhatsAppSettings(c *fiber.Ctx) error {
+	var req models.WhatsAppSettings
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if err := s.store.SetWhatsAppSettings(c.UserContext(), accountOf(c).ID, req); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{
+		"phoneNumberId": req.PhoneNumberID, "accessTokenSet": true,
+		"appSecretSet": req.AppSecret != "", "verifyTokenSet": req.VerifyToken != "",
+	})
+}

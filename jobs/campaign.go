@@ -1,0 +1,207 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/hibiken/asynq"
+
+	"funnelchat/models"
+)
+
+// Campaign task types.
+const (
+	TypeCampaignOpening  = "campaign:opening"
+	TypeCampaignFollowUp = "campaign:followup"
+)
+
+// OpeningPayload names the campaign send whose opening message to write.
+type OpeningPayload struct {
+	SendID string `json:"sendId"`
+}
+
+// FollowUpPayload names a send's follow-up step (1-based).
+type FollowUpPayload struct {
+	SendID string `json:"sendId"`
+	Step   int    `json:"step"`
+}
+
+// openingBurst is how many opening messages go out at once before pacing starts (SPEC.md 6.2: one to
+// three contacts added at once are sent immediately); the limiter allows no burst beyond it.
+const openingBurst = 3
+
+// Opening enqueues the opening message of a campaign send, to run at its due time.
+func (q *Queue) Opening(ctx context.Context, send models.DueSend) error {
+	return q.enqueue(ctx, TypeCampaignOpening, OpeningPayload{SendID: send.SendID},
+		asynq.TaskID("opening:"+send.SendID), asynq.Queue(QueueCampaigns), asynq.ProcessAt(send.DueAt), asynq.MaxRetry(5))
+}
+
+// Openings enqueues several opening messages; it stops at the first error (the sweep enqueues the rest).
+func (q *Queue) Openings(ctx context.Context, sends []models.DueSend) error {
+	for _, s := range sends {
+		if err := q.Opening(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FollowUp enqueues follow-up number step of a send at its due time.
+func (q *Queue) FollowUp(ctx context.Context, sendID string, step int, at time.Time) error {
+	return q.enqueue(ctx, TypeCampaignFollowUp, FollowUpPayload{SendID: sendID, Step: step},
+		asynq.TaskID(fmt.Sprintf("followup:%s:%d", sendID, step)), asynq.Queue(QueueLow), asynq.ProcessAt(at), asynq.MaxRetry(5))
+}
+
+// rateLimited reschedules a task that the pacing limiter held back; it does not count as a failure, so
+// it spends none of the task's retries.
+type rateLimited struct{ retryAfter time.Duration }
+
+func (e *rateLimited) Error() string { return fmt.Sprintf("paced: next slot in %s", e.retryAfter) }
+
+func isFailure(err error) bool {
+	var rl *rateLimited
+	return !errors.As(err, &rl)
+}
+
+// handleOpening writes and sends a campaign's opening message to one contact, at the campaign's pace.
+func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
+	var p OpeningPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return fmt.Errorf("opening: bad payload: %v: %w", err, asynq.SkipRetry)
+	}
+	send, err := h.Store.CampaignSend(ctx, p.SendID)
+	if err != nil {
+		return err
+	}
+	if send.Status != models.SendQueued {
+		return nil
+	}
+	campaign, err := h.Store.Campaign(ctx, send.CampaignID)
+	if err != nil {
+		return err
+	}
+	if campaign.Status != models.CampaignLive {
+		// Held until the campaign is live again; resuming queues it anew.
+		return h.Store.SetSendStatus(ctx, send.ID, models.SendHeld, "")
+	}
+	contact, err := h.Store.ContactByID(ctx, send.AccountID, send.ContactID)
+	if err != nil {
+		return err
+	}
+	if campaign.OpeningDelayMinutes > 0 {
+		wrote, err := h.Store.ContactWroteSince(ctx, contact.ID, send.CreatedAt)
+		if err != nil {
+			return err
+		}
+		if wrote {
+			return h.Store.SetSendStatus(ctx, send.ID, models.SendSkipped, "the lead wrote first")
+		}
+	}
+	to, err := h.Store.ContactAddress(ctx, contact, campaign.Transport())
+	if err != nil {
+		return err
+	}
+	if to == "" {
+		return h.Store.SetSendStatus(ctx, send.ID, models.SendSkipped, "the contact has no address on "+campaign.Channel)
+	}
+	if err := h.pace(ctx, campaign); err != nil {
+		return err
+	}
+	m, err := h.Store.WriteOpening(ctx, send, models.OutgoingMessage{
+		Campaign: campaign, Contact: contact, Body: models.Personalize(campaign.OpeningMessage, contact), ToID: to,
+	})
+	if err != nil || m == nil {
+		return err
+	}
+	h.Log.Info("campaign opening written", "campaign_id", campaign.ID, "message_id", m.ID, "account_id", campaign.AccountID)
+	if err := h.Queue.Deliver(ctx, m.ID, m.DeliveryRound); err != nil {
+		return err
+	}
+	if delays := campaign.FollowUpDelaysHours; campaign.FollowUpsEnabled && len(delays) > 0 {
+		return h.Queue.FollowUp(ctx, send.ID, 1, m.CreatedAt.Add(hours(delays[0])))
+	}
+	return nil
+}
+
+// pace takes a slot from the account's limiter for the campaign's channel, shared by every worker
+// process through Redis (GCRA): openingBurst at once, then sendRatePerMinute.
+func (h *Handler) pace(ctx context.Context, c *models.Campaign) error {
+	rate := h.Config.CampaignSendsPerMinute
+	if c.SendRatePerMinute != nil {
+		rate = *c.SendRatePerMinute
+	}
+	res, err := h.Limiter.Allow(ctx, "pace:"+c.AccountID+":"+c.Channel, redis_rate.Limit{Rate: rate, Burst: openingBurst, Period: time.Minute})
+	if err != nil {
+		return fmt.Errorf("pacing limiter: %w", err)
+	}
+	if res.Allowed == 0 {
+		return &rateLimited{retryAfter: res.RetryAfter}
+	}
+	return nil
+}
+
+// handleFollowUp writes follow-up number step when the lead has not replied since the opening.
+func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
+	var p FollowUpPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return fmt.Errorf("follow-up: bad payload: %v: %w", err, asynq.SkipRetry)
+	}
+	send, err := h.Store.CampaignSend(ctx, p.SendID)
+	if err != nil {
+		return err
+	}
+	if send.Status != models.SendSent || send.FollowUpsDone || send.FollowUpStep != p.Step-1 || send.SentAt == nil {
+		return nil
+	}
+	campaign, err := h.Store.Campaign(ctx, send.CampaignID)
+	if err != nil {
+		return err
+	}
+	if campaign.Status != models.CampaignLive || !campaign.FollowUpsEnabled {
+		return h.Store.StopFollowUps(ctx, send.ID)
+	}
+	replied, err := h.Store.ContactWroteSince(ctx, send.ContactID, *send.SentAt)
+	if err != nil {
+		return err
+	}
+	if replied {
+		return h.Store.StopFollowUps(ctx, send.ID) // any reply cancels the rest
+	}
+	contact, err := h.Store.ContactByID(ctx, send.AccountID, send.ContactID)
+	if err != nil {
+		return err
+	}
+	req, err := h.campaignBotRequest(ctx, campaign, contact, "")
+	if err != nil {
+		return err
+	}
+	req.FollowUp = true
+	resp, err := h.Bot.Reply(ctx, req)
+	if err != nil {
+		return err
+	}
+	if resp.Handoff || resp.Text == "" {
+		return h.Store.StopFollowUps(ctx, send.ID)
+	}
+	to, err := h.Store.ContactAddress(ctx, contact, campaign.Transport())
+	if err != nil {
+		return err
+	}
+	m, err := h.Store.WriteFollowUp(ctx, send, p.Step, models.OutgoingMessage{Campaign: campaign, Contact: contact, Body: resp.Text, ToID: to})
+	if err != nil || m == nil {
+		return err
+	}
+	if err := h.Queue.Deliver(ctx, m.ID, m.DeliveryRound); err != nil {
+		return err
+	}
+	if delays := campaign.FollowUpDelaysHours; p.Step < len(delays) {
+		return h.Queue.FollowUp(ctx, send.ID, p.Step+1, send.SentAt.Add(hours(delays[p.Step])))
+	}
+	return nil
+}
+
+func hours(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }

@@ -1,0 +1,329 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+	"golang.org/x/text/language"
+)
+
+// Campaign types, statuses and built-in channels.
+const (
+	CampaignCombined = "combined"
+	CampaignOutgoing = "outgoing"
+	CampaignIncoming = "incoming"
+
+	CampaignDraft  = "draft"
+	CampaignLive   = "live"
+	CampaignPaused = "paused"
+
+	ChannelSMS      = "sms"
+	ChannelWhatsApp = "whatsapp"
+	customPrefix    = "custom:"
+)
+
+// Campaign sends an opening message to contacts added to its list and gives the bot its voice.
+type Campaign struct {
+	bun.BaseModel `bun:"table:campaigns"`
+
+	ID                  string    `bun:"id,pk" json:"id"`
+	AccountID           string    `bun:"account_id" json:"-"`
+	Name                string    `bun:"name" json:"name"`
+	Type                string    `bun:"type" json:"type"`
+	Language            string    `bun:"language" json:"language"`
+	BotInstructions     string    `bun:"bot_instructions" json:"botInstructions"`
+	OpeningMessage      string    `bun:"opening_message" json:"openingMessage"`
+	Goal                string    `bun:"goal" json:"goal"`
+	FollowUpsEnabled    bool      `bun:"follow_ups_enabled" json:"followUpsEnabled"`
+	FollowUpDelaysHours []float64 `bun:"follow_up_delays" json:"followUpDelaysHours"`
+	TriggerOnListAdd    bool      `bun:"trigger_on_list_add" json:"triggerOnListAdd"`
+	ListID              *string   `bun:"list_id" json:"listId"`
+	Channel             string    `bun:"channel" json:"channel"`
+	Status              string    `bun:"status" json:"status"`
+	SendRatePerMinute   *int      `bun:"send_rate_per_minute" json:"sendRatePerMinute"`
+	OpeningDelayMinutes int       `bun:"opening_delay_minutes" json:"openingDelayMinutes"`
+	CreatedAt           time.Time `bun:"created_at" json:"createdAt"`
+	UpdatedAt           time.Time `bun:"updated_at" json:"-"`
+}
+
+// Transport is how the campaign's messages leave: "custom" (the webhook), "sms" or "whatsapp".
+func (c *Campaign) Transport() string {
+	if strings.HasPrefix(c.Channel, customPrefix) {
+		return TransportCustom
+	}
+	return c.Channel
+}
+
+// ChannelLabel is the channel recorded on the campaign's messages: the custom label, or sms/whatsapp.
+func (c *Campaign) ChannelLabel() string { return strings.TrimPrefix(c.Channel, customPrefix) }
+
+// Message transports.
+const (
+	TransportCustom = "custom"
+)
+
+// CampaignInput is a create or a patch: nil fields are left as they are (or defaulted on create).
+type CampaignInput struct {
+	Name                *string
+	Type                *string
+	Language            *string
+	BotInstructions     *string
+	OpeningMessage      *string
+	Goal                *string
+	FollowUpsEnabled    *bool
+	FollowUpDelaysHours *[]float64
+	TriggerOnListAdd    *bool
+	ListID              *string // "" unlinks
+	Channel             *string
+	Status              *string
+	SendRatePerMinute   *int // 0 returns to the default
+	OpeningDelayMinutes *int
+}
+
+// Campaign limits.
+const (
+	maxCampaignText      = 8000
+	maxFollowUps         = 10
+	maxFollowUpDelay     = 24 * 60 // hours: sixty days
+	maxSendRatePerMinute = 6000
+	maxOpeningDelay      = 24 * 60 // minutes
+)
+
+// apply sets the given fields on c.
+func (in *CampaignInput) apply(c *Campaign) {
+	set := func(dst *string, src *string) {
+		if src != nil {
+			*dst = strings.TrimSpace(*src)
+		}
+	}
+	set(&c.Name, in.Name)
+	set(&c.Type, in.Type)
+	set(&c.Language, in.Language)
+	set(&c.BotInstructions, in.BotInstructions)
+	set(&c.OpeningMessage, in.OpeningMessage)
+	set(&c.Goal, in.Goal)
+	set(&c.Channel, in.Channel)
+	set(&c.Status, in.Status)
+	if in.FollowUpsEnabled != nil {
+		c.FollowUpsEnabled = *in.FollowUpsEnabled
+	}
+	if in.FollowUpDelaysHours != nil {
+		c.FollowUpDelaysHours = *in.FollowUpDelaysHours
+	}
+	if in.TriggerOnListAdd != nil {
+		c.TriggerOnListAdd = *in.TriggerOnListAdd
+	}
+	if in.ListID != nil {
+		if id := strings.TrimSpace(*in.ListID); id == "" {
+			c.ListID = nil
+		} else {
+			c.ListID = &id
+		}
+	}
+	if in.SendRatePerMinute != nil {
+		if *in.SendRatePerMinute == 0 {
+			c.SendRatePerMinute = nil
+		} else {
+			v := *in.SendRatePerMinute
+			c.SendRatePerMinute = &v
+		}
+	}
+	if in.OpeningDelayMinutes != nil {
+		c.OpeningDelayMinutes = *in.OpeningDelayMinutes
+	}
+}
+
+// validate checks a campaign as it would be stored. Going live needs a list, an opening message for
+// the types that send one, and a configured channel.
+func (s *Store) validateCampaign(ctx context.Context, db bun.IDB, c *Campaign) error {
+	if c.Name == "" {
+		return Errorf(CodeValidation, "name is required")
+	}
+	if err := checkTexts(
+		textField{"name", c.Name, maxListNameLength},
+		textField{"botInstructions", c.BotInstructions, maxCampaignText},
+		textField{"openingMessage", c.OpeningMessage, maxBodyLength},
+		textField{"goal", c.Goal, maxCampaignText},
+		textField{"channel", c.Channel, maxLabelLength + len(customPrefix)},
+	); err != nil {
+		return err
+	}
+	switch c.Type {
+	case CampaignCombined, CampaignOutgoing, CampaignIncoming:
+	default:
+		return Errorf(CodeValidation, "type must be combined, outgoing or incoming")
+	}
+	switch c.Status {
+	case CampaignDraft, CampaignLive, CampaignPaused:
+	default:
+		return Errorf(CodeValidation, "status must be draft, live or paused")
+	}
+	tag, err := language.Parse(c.Language)
+	if err != nil {
+		return Errorf(CodeValidation, "language must be a BCP 47 tag such as en or pt-BR")
+	}
+	c.Language = tag.String()
+	switch {
+	case c.Channel == "", c.Channel == ChannelSMS, c.Channel == ChannelWhatsApp:
+	case strings.HasPrefix(c.Channel, customPrefix) && strings.TrimSpace(c.ChannelLabel()) != "":
+	default:
+		return Errorf(CodeValidation, `channel must be "custom:<label>", "sms" or "whatsapp"`)
+	}
+	if len(c.FollowUpDelaysHours) > maxFollowUps {
+		return Errorf(CodeValidation, "followUpDelaysHours may hold at most %d delays", maxFollowUps)
+	}
+	for i, h := range c.FollowUpDelaysHours {
+		if math.IsNaN(h) || h <= 0 || h > maxFollowUpDelay {
+			return Errorf(CodeValidation, "followUpDelaysHours[%d] must be a number of hours above 0 and at most %d", i, maxFollowUpDelay)
+		}
+		if i > 0 && h <= c.FollowUpDelaysHours[i-1] {
+			return Errorf(CodeValidation, "followUpDelaysHours must increase: each delay counts from the opening message")
+		}
+	}
+	if c.SendRatePerMinute != nil && (*c.SendRatePerMinute < 1 || *c.SendRatePerMinute > maxSendRatePerMinute) {
+		return Errorf(CodeValidation, "sendRatePerMinute must be from 1 to %d", maxSendRatePerMinute)
+	}
+	if c.OpeningDelayMinutes < 0 || c.OpeningDelayMinutes > maxOpeningDelay {
+		return Errorf(CodeValidation, "openingDelayMinutes must be from 0 to %d", maxOpeningDelay)
+	}
+	if c.ListID != nil {
+		if _, err := listByID(ctx, db, c.AccountID, *c.ListID); err != nil {
+			return Errorf(CodeValidation, "listId does not name one of your lists")
+		}
+	}
+	if c.Status != CampaignLive {
+		return nil
+	}
+	switch {
+	case c.ListID == nil && c.Type != CampaignIncoming:
+		return Errorf(CodeValidation, "a live campaign needs a listId")
+	case c.OpeningMessage == "" && c.Type != CampaignIncoming:
+		return Errorf(CodeValidation, "a live %s campaign needs an openingMessage", c.Type)
+	case c.Channel == "":
+		return Errorf(CodeValidation, "a live campaign needs a channel")
+	case c.Transport() != TransportCustom:
+		if _, err := channelSettings(ctx, db, c.AccountID, c.Channel); err != nil {
+			return Errorf(CodeValidation, "a live %s campaign needs the account's %s credentials: PUT /v1/settings/channels/%s", c.Channel, c.Channel, c.Channel)
+		}
+	}
+	return nil
+}
+
+// CreateCampaign creates a campaign. Errors: VALIDATION_ERROR.
+func (s *Store) CreateCampaign(ctx context.Context, accountID string, in CampaignInput) (*Campaign, error) {
+	at := now()
+	c := &Campaign{
+		ID: newID(prefixCampaign), AccountID: accountID, Type: CampaignCombined, Language: "en",
+		FollowUpDelaysHours: []float64{24, 72}, TriggerOnListAdd: true, Status: CampaignDraft,
+		CreatedAt: at, UpdatedAt: at,
+	}
+	in.apply(c)
+	if err := s.validateCampaign(ctx, s.db, c); err != nil {
+		return nil, err
+	}
+	if _, err := s.db.NewInsert().Model(c).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("create campaign: %w", err)
+	}
+	return c, nil
+}
+
+// UpdateCampaign applies a patch. When it moves the campaign back to live, resumed lists the sends
+// its pause held, now queued again, for the caller to enqueue. Errors: NOT_FOUND, VALIDATION_ERROR.
+func (s *Store) UpdateCampaign(ctx context.Context, accountID, id string, in CampaignInput) (c *Campaign, resumed []DueSend, err error) {
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		c, err = campaignByID(ctx, tx, accountID, id)
+		if err != nil {
+			return err
+		}
+		was := c.Status
+		in.apply(c)
+		if err := s.validateCampaign(ctx, tx, c); err != nil {
+			return err
+		}
+		c.UpdatedAt = now()
+		if _, err := tx.NewUpdate().Model(c).WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		if was != CampaignLive && c.Status == CampaignLive {
+			resumed, err = resumeSends(ctx, tx, c.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("update campaign: %w", err)
+	}
+	return c, resumed, nil
+}
+
+// CampaignByID returns the account's campaign, or NOT_FOUND.
+func (s *Store) CampaignByID(ctx context.Context, accountID, id string) (*Campaign, error) {
+	return campaignByID(ctx, s.db, accountID, id)
+}
+
+// Campaign returns a campaign by id alone, for the worker.
+func (s *Store) Campaign(ctx context.Context, id string) (*Campaign, error) {
+	c := new(Campaign)
+	if err := s.db.NewSelect().Model(c).Where("id = ?", id).Scan(ctx); err != nil {
+		if isNoRows(err) {
+			return nil, notFound("campaign")
+		}
+		return nil, fmt.Errorf("campaign: %w", err)
+	}
+	return c, nil
+}
+
+func campaignByID(ctx context.Context, db bun.IDB, accountID, id string) (*Campaign, error) {
+	if id == "" || len(id) > maxIDLength {
+		return nil, notFound("campaign")
+	}
+	c := new(Campaign)
+	if err := db.NewSelect().Model(c).Where("account_id = ? AND id = ?", accountID, id).Scan(ctx); err != nil {
+		if isNoRows(err) {
+			return nil, notFound("campaign")
+		}
+		return nil, fmt.Errorf("campaign by id: %w", err)
+	}
+	return c, nil
+}
+
+// Campaigns returns one page of the account's campaigns, oldest first.
+func (s *Store) Campaigns(ctx context.Context, accountID string, page Page) ([]Campaign, string, error) {
+	var out []Campaign
+	q := s.db.NewSelect().Model(&out).Where("account_id = ?", accountID).Order("id").Limit(int64(page.Limit) + 1)
+	if page.Cursor != "" {
+		q = q.Where("id > ?", page.Cursor)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("campaigns: %w", err)
+	}
+	next := ""
+	if len(out) > page.Limit {
+		out = out[:page.Limit]
+		next = out[len(out)-1].ID
+	}
+	return out, next, nil
+}
+
+// Personalize fills {{firstName}} and {{lastName}} (spaces inside the braces allowed) with the
+// contact's names; an unknown first name reads "there" ("Hi there!"), an unknown last name nothing.
+func Personalize(template string, c *Contact) string {
+	first := c.FirstName
+	if first == "" {
+		first = "there"
+	}
+	out := template
+	for _, f := range []string{"{{firstName}}", "{{ firstName }}"} {
+		out = strings.ReplaceAll(out, f, first)
+	}
+	for _, f := range []string{"{{lastName}}", "{{ lastName }}"} {
+		if c.LastName == "" {
+			out = strings.ReplaceAll(out, " "+f, "") // "Hi {{firstName}} {{lastName}}," -> "Hi Ann,"
+		}
+		out = strings.ReplaceAll(out, f, c.LastName)
+	}
+	return out
+}

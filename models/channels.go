@@ -1,0 +1,138 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// SMSSettings are an account's credentials for a Twilio-compatible SMS API.
+type SMSSettings struct {
+	AccountSID string `json:"accountSid"`
+	AuthToken  string `json:"authToken"`
+	From       string `json:"from"`
+}
+
+// WhatsAppSettings are an account's WhatsApp Cloud API credentials. AppSecret verifies inbound
+// webhooks (X-Hub-Signature-256) and VerifyToken answers Meta's subscription challenge.
+type WhatsAppSettings struct {
+	PhoneNumberID string `json:"phoneNumberId"`
+	AccessToken   string `json:"accessToken"`
+	AppSecret     string `json:"appSecret"`
+	VerifyToken   string `json:"verifyToken"`
+}
+
+type channelCredentials struct {
+	bun.BaseModel `bun:"table:channel_credentials"`
+
+	AccountID string    `bun:"account_id,pk"`
+	Kind      string    `bun:"kind,pk"`
+	Settings  string    `bun:"settings"`
+	LookupKey string    `bun:"lookup_key"`
+	UpdatedAt time.Time `bun:"updated_at"`
+}
+
+// Validate checks and normalizes SMS credentials. Errors: VALIDATION_ERROR, INVALID_PHONE.
+func (s *SMSSettings) Validate() error {
+	s.AccountSID, s.AuthToken = strings.TrimSpace(s.AccountSID), strings.TrimSpace(s.AuthToken)
+	if s.AccountSID == "" || s.AuthToken == "" || strings.TrimSpace(s.From) == "" {
+		return Errorf(CodeValidation, "accountSid, authToken and from are required")
+	}
+	from, err := NormalizePhone(s.From)
+	if err != nil {
+		return err
+	}
+	s.From = from
+	return checkTexts(textField{"accountSid", s.AccountSID, 128}, textField{"authToken", s.AuthToken, 256})
+}
+
+// Validate checks WhatsApp credentials. Errors: VALIDATION_ERROR.
+func (w *WhatsAppSettings) Validate() error {
+	w.PhoneNumberID, w.AccessToken = strings.TrimSpace(w.PhoneNumberID), strings.TrimSpace(w.AccessToken)
+	if w.PhoneNumberID == "" || w.AccessToken == "" {
+		return Errorf(CodeValidation, "phoneNumberId and accessToken are required")
+	}
+	return checkTexts(textField{"phoneNumberId", w.PhoneNumberID, 64}, textField{"accessToken", w.AccessToken, 4096},
+		textField{"appSecret", w.AppSecret, 256}, textField{"verifyToken", w.VerifyToken, 256})
+}
+
+// SetSMSSettings stores the account's SMS credentials. Errors: CONFLICT when another account uses the
+// same sender number.
+func (s *Store) SetSMSSettings(ctx context.Context, accountID string, v SMSSettings) error {
+	return s.setChannelSettings(ctx, accountID, ChannelSMS, v, v.AccountSID+":"+v.From)
+}
+
+// SetWhatsAppSettings stores the account's WhatsApp credentials. Errors: CONFLICT when another
+// account uses the same phone number id.
+func (s *Store) SetWhatsAppSettings(ctx context.Context, accountID string, v WhatsAppSettings) error {
+	return s.setChannelSettings(ctx, accountID, ChannelWhatsApp, v, v.PhoneNumberID)
+}
+
+func (s *Store) setChannelSettings(ctx context.Context, accountID, kind string, v any, lookup string) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	row := &channelCredentials{AccountID: accountID, Kind: kind, Settings: string(raw), LookupKey: lookup, UpdatedAt: now()}
+	_, err = s.db.NewInsert().Model(row).
+		On("CONFLICT (account_id, kind) DO UPDATE").
+		Set("settings = EXCLUDED.settings, lookup_key = EXCLUDED.lookup_key, updated_at = EXCLUDED.updated_at").
+		Exec(ctx)
+	if isUniqueViolation(err) {
+		return Errorf(CodeConflict, "these %s credentials are already in use by another account", kind)
+	}
+	if err != nil {
+		return fmt.Errorf("set %s settings: %w", kind, err)
+	}
+	return nil
+}
+
+// SMSSettings returns the account's SMS credentials, or NOT_FOUND.
+func (s *Store) SMSSettings(ctx context.Context, accountID string) (*SMSSettings, error) {
+	v := new(SMSSettings)
+	return v, s.loadChannelSettings(ctx, accountID, ChannelSMS, v)
+}
+
+// WhatsAppSettings returns the account's WhatsApp credentials, or NOT_FOUND.
+func (s *Store) WhatsAppSettings(ctx context.Context, accountID string) (*WhatsAppSettings, error) {
+	v := new(WhatsAppSettings)
+	return v, s.loadChannelSettings(ctx, accountID, ChannelWhatsApp, v)
+}
+
+func (s *Store) loadChannelSettings(ctx context.Context, accountID, kind string, v any) error {
+	raw, err := channelSettings(ctx, s.db, accountID, kind)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal([]byte(raw), v)
+}
+
+func channelSettings(ctx context.Context, db bun.IDB, accountID, kind string) (string, error) {
+	row := new(channelCredentials)
+	err := db.NewSelect().Model(row).Where("account_id = ? AND kind = ?", accountID, kind).Scan(ctx)
+	if isNoRows(err) {
+		return "", Errorf(CodeNotFound, "no %s credentials configured", kind)
+	}
+	if err != nil {
+		return "", fmt.Errorf("channel settings: %w", err)
+	}
+	return row.Settings, nil
+}
+
+// AccountForChannel finds the account whose credentials of kind have the lookup key (SMS: the
+// provider account SID and the number messages are sent to; WhatsApp: the phone number id).
+func (s *Store) AccountForChannel(ctx context.Context, kind, lookup string) (string, error) {
+	row := new(channelCredentials)
+	err := s.db.NewSelect().Model(row).Where("kind = ? AND lookup_key = ?", kind, lookup).Scan(ctx)
+	if isNoRows(err) {
+		return "", notFound(kind + " channel")
+	}
+	if err != nil {
+		return "", fmt.Errorf("account for channel: %w", err)
+	}
+	return row.AccountID, nil
+}
