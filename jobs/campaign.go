@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/hibiken/asynq"
 
 	"funnelchat/models"
@@ -127,19 +126,18 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-// pace takes a slot from the account's limiter for the campaign's channel, shared by every worker
-// process through Redis (GCRA): openingBurst at once, then sendRatePerMinute.
+// pace takes a send slot for the campaign's account and channel at the campaign's rate.
 func (h *Handler) pace(ctx context.Context, c *models.Campaign) error {
 	rate := h.Config.CampaignSendsPerMinute
 	if c.SendRatePerMinute != nil {
 		rate = *c.SendRatePerMinute
 	}
-	res, err := h.Limiter.Allow(ctx, "pace:"+c.AccountID+":"+c.Channel, redis_rate.Limit{Rate: rate, Burst: openingBurst, Period: time.Minute})
+	wait, err := h.pacer.take(ctx, "pace:"+c.AccountID+":"+c.Channel, rate)
 	if err != nil {
-		return fmt.Errorf("pacing limiter: %w", err)
+		return err
 	}
-	if res.Allowed == 0 {
-		return &rateLimited{retryAfter: res.RetryAfter}
+	if wait > 0 {
+		return &rateLimited{retryAfter: wait}
 	}
 	return nil
 }

@@ -153,10 +153,22 @@ func readHead(br *bufio.Reader) ([]byte, error) {
 	return head, nil
 }
 
-// isBlankLine reports whether line holds no value: only spaces, delimiters and quotes, which the CSV
-// reader turns into a record of empty fields.
+// blankChars are what a blank line holds: spreadsheets export empty rows as a run of delimiters, maybe
+// quoted. A line or record of nothing else is skipped, whichever delimiter the file uses, so the
+// header is found on the same line by the delimiter sniffing and by the CSV reader.
+const blankChars = " \t\r\n,;\""
+
 func isBlankLine(line []byte) bool {
-	return len(bytes.Trim(line, " \t\r\n,;\"")) == 0
+	return len(bytes.Trim(line, blankChars)) == 0
+}
+
+func isBlankRecord(rec []string) bool {
+	for _, f := range rec {
+		if strings.Trim(f, blankChars) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // sniffDelimiter returns ';' when the header line (the last line of head) separates more fields with
@@ -182,15 +194,6 @@ func sniffDelimiter(head []byte) rune {
 		return ';'
 	}
 	return ','
-}
-
-func isBlankRecord(rec []string) bool {
-	for _, f := range rec {
-		if strings.TrimSpace(f) != "" {
-			return false
-		}
-	}
-	return true
 }
 
 // The columns the import reads, and the header names that designate them (compared lower-cased).

@@ -89,9 +89,9 @@ func TestParseContactCSV(t *testing.T) {
 			wantErrs: []CSVRowError{{Row: 6, Error: `phone "nope" may contain only digits, a leading +, spaces, dashes, dots and brackets`}},
 		},
 		{
-			name: "only an email column",
-			in:   "email,first_name\nAda@Example.com,Ada\n,Nobody\n",
-			want: []ContactInput{{FirstName: "Ada", Email: "ada@example.com"}},
+			name:     "only an email column",
+			in:       "email,first_name\nAda@Example.com,Ada\n,Nobody\n",
+			want:     []ContactInput{{FirstName: "Ada", Email: "ada@example.com"}},
 			wantErrs: []CSVRowError{{Row: 3, Error: "a contact needs a phone or an email"}},
 		},
 		{
@@ -100,8 +100,8 @@ func TestParseContactCSV(t *testing.T) {
 			want: []ContactInput{{Phone: "+14155550123"}, {FirstName: "Bob", Phone: "+14155550124"}},
 		},
 		{
-			name: "short row missing the phone column",
-			in:   "first_name,phone\nAda\n",
+			name:     "short row missing the phone column",
+			in:       "first_name,phone\nAda\n",
 			wantErrs: []CSVRowError{{Row: 2, Error: "a contact needs a phone or an email"}},
 		},
 		{
@@ -124,7 +124,7 @@ func TestParseContactCSV(t *testing.T) {
 				{Row: 2, Error: `phone "4155550123" has no country code: write it in international form, such as +14155550123`},
 				{Row: 4, Error: "a contact needs a phone or an email"},
 				{Row: 5, Error: `email "not-an-email" is not a valid email address`},
-				{Row: 6, Error: `phone "+999 1234567" has an unknown country code`},
+				{Row: 6, Error: `phone "+999 1234567" is not a valid phone number with a country code`},
 				{Row: 7, Error: "first_name must be at most 200 characters"},
 			},
 		},
@@ -156,9 +156,9 @@ func TestParseContactCSV(t *testing.T) {
 			},
 		},
 		{
-			name: "blank lines are skipped silently and still counted as lines",
-			in:   "\n\n  \nphone,first_name\n\n   \n,\n \"\",\"\"\n+14155550123,Ada\n\n\n123,Bad\n",
-			want: []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
+			name:     "blank lines are skipped silently and still counted as lines",
+			in:       "\n\n  \nphone,first_name\n\n   \n,\n \"\",\"\"\n+14155550123,Ada\n\n\n123,Bad\n",
+			want:     []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
 			wantErrs: []CSVRowError{{Row: 12, Error: `phone "123" has no country code: write it in international form, such as +14155550123`}},
 		},
 		{
@@ -195,8 +195,8 @@ func TestParseContactCSV(t *testing.T) {
 			want: []ContactInput{{Phone: "+14155550123"}},
 		},
 		{
-			name: "NUL in a name is a row error",
-			in:   "phone,first_name\n+14155550123,A\x00da\n",
+			name:     "NUL in a name is a row error",
+			in:       "phone,first_name\n+14155550123,A\x00da\n",
 			wantErrs: []CSVRowError{{Row: 2, Error: "first_name must be valid UTF-8 text"}},
 		},
 	}

@@ -239,15 +239,30 @@ func contactForExternalID(ctx context.Context, tx bun.Tx, accountID, externalID 
 		return nil, err
 	}
 	at := now()
-	c = &Contact{
-		ID: newID(prefixContact), AccountID: accountID, FirstName: fields.FirstName, LastName: fields.LastName,
-		Origin: originChannel, CreatedAt: at, UpdatedAt: at,
-	}
-	if fields.Email != "" {
-		c.Email = &fields.Email
-	}
-	if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
+	// A sender id that is a phone number or an email address names the contact the account already
+	// has with it (a funnel lead answering its opening message); any other id starts a new contact.
+	c, err = contactForAddress(ctx, tx, accountID, externalID)
+	if err != nil {
 		return nil, err
+	}
+	if c == nil {
+		c = &Contact{
+			ID: newID(prefixContact), AccountID: accountID, FirstName: fields.FirstName, LastName: fields.LastName,
+			Origin: originChannel, CreatedAt: at, UpdatedAt: at,
+		}
+		if fields.Email != "" {
+			c.Email = &fields.Email
+		}
+		if phone, err := NormalizePhone(externalID); err == nil && phone != "" {
+			c.Phone = &phone
+		}
+		res, err := tx.NewInsert().Model(c).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil, errRetry // the phone was taken meanwhile: start over and find that contact
+		}
 	}
 	res, err := tx.NewInsert().Model(&contactIdentity{AccountID: accountID, ExternalID: externalID, ContactID: c.ID, CreatedAt: at}).
 		On("CONFLICT DO NOTHING").Exec(ctx)
@@ -256,6 +271,36 @@ func contactForExternalID(ctx context.Context, tx bun.Tx, accountID, externalID 
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, errRetry
+	}
+	return c, nil
+}
+
+// contactForAddress returns the account's contact whose phone (for an id in international phone form)
+// or email (for an email address) is externalID, or nil.
+func contactForAddress(ctx context.Context, tx bun.Tx, accountID, externalID string) (*Contact, error) {
+	c := new(Contact)
+	var err error
+	switch {
+	case strings.HasPrefix(externalID, "+") || strings.HasPrefix(externalID, "00"):
+		phone, perr := NormalizePhone(externalID)
+		if perr != nil || phone == "" {
+			return nil, nil
+		}
+		err = tx.NewSelect().Model(c).Where("account_id = ? AND phone = ?", accountID, phone).Scan(ctx)
+	case strings.Contains(externalID, "@"):
+		email, eerr := NormalizeEmail(externalID)
+		if eerr != nil || email == "" {
+			return nil, nil
+		}
+		err = tx.NewSelect().Model(c).Where("account_id = ? AND email = ? AND origin = ?", accountID, email, originAPI).Order("id").Limit(1).Scan(ctx)
+	default:
+		return nil, nil
+	}
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

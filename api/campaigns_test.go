@@ -1,0 +1,278 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"funnelchat/models"
+)
+
+// liveCampaign creates a list and a live campaign on it that sends on the custom channel "chat".
+func liveCampaign(t *testing.T, srv *server, key string, fields map[string]any) (campaignID, listID string) {
+	t.Helper()
+	listID = newList(t, srv, key, "funnel")
+	body := map[string]any{
+		"name": "Spring funnel", "type": "combined", "listId": listID, "channel": "custom:chat",
+		"openingMessage": "Hi {{firstName}}, thanks for signing up!", "goal": "Book a demo call.",
+		"status": "live", "sendRatePerMinute": 60,
+	}
+	for k, v := range fields {
+		body[k] = v
+	}
+	r := do(t, "POST", srv.URL+"/v1/campaigns", key, body)
+	expect(t, r, http.StatusCreated, "")
+	return r.JSON(t)["id"].(string), listID
+}
+
+func namedContact(t *testing.T, srv *server, key, phone, first string) string {
+	t.Helper()
+	r := do(t, "POST", srv.URL+"/v1/contacts", key, map[string]any{"phone": phone, "firstName": first})
+	expect(t, r, http.StatusCreated, "")
+	return r.JSON(t)["id"].(string)
+}
+
+// campaignMessages lists the outgoing messages of a campaign stored in the database, oldest first.
+func campaignMessages(t *testing.T, campaignID string) []models.Message {
+	t.Helper()
+	var msgs []models.Message
+	err := env.Store.DB().NewSelect().Model(&msgs).Where("campaign_id = ? AND direction = ?", campaignID, "outgoing").Order("created_at").Scan(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+func TestCampaignsCRUDAndValidation(t *testing.T) {
+	srv := startServer(t)
+	_, key := newAccount(t)
+	listID := newList(t, srv, key, "leads")
+
+	r := do(t, "POST", srv.URL+"/v1/campaigns", key, map[string]any{"name": "Webinar"})
+	expect(t, r, http.StatusCreated, "")
+	c := r.JSON(t)
+	id := c["id"].(string)
+	if c["type"] != "combined" || c["status"] != "draft" || c["language"] != "en" || c["triggerOnListAdd"] != true ||
+		fmt.Sprint(c["followUpDelaysHours"]) != "[24 72]" || c["listId"] != nil || c["createdAt"] == nil {
+		t.Fatalf("defaults: %s", r.Body)
+	}
+	r = do(t, "PATCH", srv.URL+"/v1/campaigns/"+id, key, map[string]any{
+		"listId": listID, "channel": "custom:web", "openingMessage": "Hi {{firstName}}", "status": "live", "language": "pt-br",
+	})
+	expect(t, r, http.StatusOK, "")
+	if got := r.JSON(t); got["status"] != "live" || got["language"] != "pt-BR" || got["listId"] != listID || got["name"] != "Webinar" {
+		t.Fatalf("patched: %s", r.Body)
+	}
+	if got := do(t, "GET", srv.URL+"/v1/campaigns/"+id, key, nil).JSON(t); got["channel"] != "custom:web" {
+		t.Fatalf("get: %v", got)
+	}
+	if list := do(t, "GET", srv.URL+"/v1/campaigns", key, nil).JSON(t)["data"].([]any); len(list) != 1 {
+		t.Fatalf("list: %v", list)
+	}
+
+	_, otherKey := newAccount(t)
+	foreignList := newList(t, srv, otherKey, "theirs")
+	bad := map[string]map[string]any{
+		"missing name":                    {"type": "combined"},
+		"unknown type":                    {"name": "x", "type": "broadcast"},
+		"unknown status":                  {"name": "x", "status": "running"},
+		"bad language":                    {"name": "x", "language": "not a language!"},
+		"bad channel":                     {"name": "x", "channel": "telegram"},
+		"empty custom label":              {"name": "x", "channel": "custom:"},
+		"live without a list":             {"name": "x", "status": "live", "channel": "custom:c", "openingMessage": "hi"},
+		"live without an opening":         {"name": "x", "status": "live", "channel": "custom:c", "listId": listID},
+		"live without a channel":          {"name": "x", "status": "live", "listId": listID, "openingMessage": "hi"},
+		"live SMS without credentials":    {"name": "x", "status": "live", "listId": listID, "openingMessage": "hi", "channel": "sms"},
+		"another account's list":          {"name": "x", "listId": foreignList},
+		"follow-up delay zero":            {"name": "x", "followUpDelaysHours": []float64{0}},
+		"follow-up delays not increasing": {"name": "x", "followUpDelaysHours": []float64{48, 24}},
+		"negative send rate":              {"name": "x", "sendRatePerMinute": -5},
+		"opening delay too long":          {"name": "x", "openingDelayMinutes": 100000},
+		"name wrong type":                 {"name": 5},
+		"delays wrong type":               {"name": "x", "followUpDelaysHours": "24,72"},
+	}
+	for name, body := range bad {
+		t.Run("rejects "+name, func(t *testing.T) {
+			expect(t, do(t, "POST", srv.URL+"/v1/campaigns", key, body), 400, models.CodeValidation)
+		})
+	}
+	t.Run("another account cannot see or change it", func(t *testing.T) {
+		expect(t, do(t, "GET", srv.URL+"/v1/campaigns/"+id, otherKey, nil), 404, models.CodeNotFound)
+		expect(t, do(t, "PATCH", srv.URL+"/v1/campaigns/"+id, otherKey, map[string]any{"status": "paused"}), 404, models.CodeNotFound)
+		expect(t, do(t, "GET", srv.URL+"/v1/campaigns/cmp_nope", key, nil), 404, models.CodeNotFound)
+	})
+}
+
+func TestCampaignOpeningMessagesOnListAdd(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorker(t)
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	campaignID, listID := liveCampaign(t, srv, key, nil)
+	names := []string{"Ann", "Bo", "Cy", "Di", "Ed", "Flo"}
+	var ids []string
+	for i, n := range names {
+		ids = append(ids, namedContact(t, srv, key, fmt.Sprintf("+1415555%04d", 2000+i), n))
+	}
+	r := do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactIds": ids})
+	expect(t, r, http.StatusCreated, "")
+
+	waitFor(t, 30*time.Second, "six opening messages", func() bool { return len(hook.deliveries()) == 6 })
+	var bodies []string
+	for _, d := range hook.deliveries() {
+		var p map[string]any
+		_ = json.Unmarshal(d.Body, &p)
+		bodies = append(bodies, p["body"].(string))
+	}
+	sort.Strings(bodies)
+	for i, n := range []string{"Ann", "Bo", "Cy", "Di", "Ed", "Flo"} {
+		if bodies[i] != "Hi "+n+", thanks for signing up!" {
+			t.Fatalf("opening %d: %q", i, bodies[i])
+		}
+	}
+	msgs := campaignMessages(t, campaignID)
+	if len(msgs) != 6 {
+		t.Fatalf("%d opening messages stored, want 6", len(msgs))
+	}
+	// Three at once, then one per second (60/min): no burst above the rate.
+	for i := 3; i < len(msgs); i++ {
+		if gap := msgs[i].CreatedAt.Sub(msgs[i-1].CreatedAt); gap < 900*time.Millisecond {
+			t.Fatalf("opening %d came %s after the previous one, faster than 60/min", i+1, gap)
+		}
+	}
+	if span := msgs[2].CreatedAt.Sub(msgs[0].CreatedAt); span > 900*time.Millisecond {
+		t.Fatalf("the first three took %s; they should go at once", span)
+	}
+
+	t.Run("re-adding contacts sends nothing", func(t *testing.T) {
+		r := do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactIds": ids})
+		expect(t, r, http.StatusOK, "")
+		time.Sleep(1500 * time.Millisecond)
+		if n := len(campaignMessages(t, campaignID)); n != 6 {
+			t.Fatalf("%d openings after re-adding, want 6", n)
+		}
+	})
+	t.Run("a single add triggers too", func(t *testing.T) {
+		one := namedContact(t, srv, key, "+14155553000", "Gil")
+		expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactId": one}), http.StatusCreated, "")
+		waitFor(t, 10*time.Second, "the seventh opening", func() bool { return len(hook.deliveries()) == 7 })
+	})
+}
+
+func TestCampaignsThatMustNotSend(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorker(t)
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	cases := map[string]map[string]any{
+		"draft":       {"status": "draft"},
+		"paused":      {"status": "paused"},
+		"trigger off": {"triggerOnListAdd": false},
+		"incoming":    {"type": "incoming"},
+	}
+	var campaigns []string
+	i := 0
+	for name, fields := range cases {
+		campaignID, listID := liveCampaign(t, srv, key, fields)
+		campaigns = append(campaigns, campaignID)
+		contact := namedContact(t, srv, key, fmt.Sprintf("+1415555%04d", 4000+i), name)
+		i++
+		expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactId": contact}), http.StatusCreated, "")
+	}
+	t.Run("switching to live sends nothing to contacts already on the list", func(t *testing.T) {
+		expect(t, do(t, "PATCH", srv.URL+"/v1/campaigns/"+campaigns[0], key, map[string]any{"status": "live", "triggerOnListAdd": true}), http.StatusOK, "")
+	})
+	time.Sleep(2 * time.Second)
+	if n := len(hook.deliveries()); n != 0 {
+		t.Fatalf("%d messages sent", n)
+	}
+	for _, id := range campaigns {
+		if n := len(campaignMessages(t, id)); n != 0 {
+			t.Fatalf("campaign %s wrote %d messages", id, n)
+		}
+	}
+}
+
+func TestPausingHoldsQueuedOpeningsAndResumingSendsThem(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorker(t)
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	campaignID, listID := liveCampaign(t, srv, key, map[string]any{"sendRatePerMinute": 20}) // one per 3 s after the first three
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, namedContact(t, srv, key, fmt.Sprintf("+1415555%04d", 5000+i), "P"))
+	}
+	expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactIds": ids}), http.StatusCreated, "")
+	waitFor(t, 10*time.Second, "the first three", func() bool { return len(campaignMessages(t, campaignID)) == 3 })
+	expect(t, do(t, "PATCH", srv.URL+"/v1/campaigns/"+campaignID, key, map[string]any{"status": "paused"}), http.StatusOK, "")
+	held := func() int64 {
+		n, err := env.Store.DB().NewSelect().TableExpr("campaign_sends").Where("campaign_id = ? AND status = ?", campaignID, "held").Count(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor(t, 15*time.Second, "the other two to be held", func() bool { return held() == 2 })
+	if n := len(campaignMessages(t, campaignID)); n != 3 {
+		t.Fatalf("%d openings while paused, want 3", n)
+	}
+	expect(t, do(t, "PATCH", srv.URL+"/v1/campaigns/"+campaignID, key, map[string]any{"status": "live"}), http.StatusOK, "")
+	waitFor(t, 20*time.Second, "the held two after resuming", func() bool { return len(campaignMessages(t, campaignID)) == 5 })
+}
+
+func TestFollowUpsAndRepliesInTheCampaignsVoice(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorker(t)
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	// Follow-ups after about 1.8 s and 3.6 s: hours the test can wait for.
+	campaignID, listID := liveCampaign(t, srv, key, map[string]any{
+		"followUpsEnabled": true, "followUpDelaysHours": []float64{0.0005, 0.001}, "goal": "Book a demo call.",
+	})
+	silent := namedContact(t, srv, key, "+14155556001", "Sal")
+	talker := namedContact(t, srv, key, "+14155556002", "Tia")
+	expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactIds": []string{silent, talker}}), http.StatusCreated, "")
+	waitFor(t, 10*time.Second, "both openings", func() bool { return len(campaignMessages(t, campaignID)) >= 2 })
+
+	// Tia answers on the custom channel, from the id the opening went to (her phone).
+	r := incoming(t, srv, key, "tia-1", "+14155556002", "Sounds good, tell me more")
+	expect(t, r, http.StatusOK, "")
+	replyTo := r.JSON(t)["messageId"].(string)
+	if got := messageField(t, srv, key, replyTo, "contactId"); got != talker {
+		t.Fatalf("Tia's reply went to contact %v, want %s", got, talker)
+	}
+
+	perContact := func(contactID string) []models.Message {
+		var out []models.Message
+		for _, m := range campaignMessages(t, campaignID) {
+			if m.ContactID == contactID {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	waitFor(t, 20*time.Second, "Sal's two follow-ups", func() bool { return len(perContact(silent)) == 3 })
+	for _, m := range perContact(silent)[1:] {
+		if m.Author != models.AuthorCampaign || !strings.Contains(m.Body, "Book a demo call") {
+			t.Fatalf("follow-up %q by %s should steer toward the goal", m.Body, m.Author)
+		}
+	}
+	// Tia got the opening and the bot's answer in the campaign's voice, and no follow-up.
+	tia := perContact(talker)
+	if len(tia) != 2 || tia[1].Author != models.AuthorBot || !strings.Contains(tia[1].Body, "Book a demo call") {
+		var got []string
+		for _, m := range tia {
+			got = append(got, m.Author+": "+m.Body)
+		}
+		t.Fatalf("Tia's messages: %v", got)
+	}
+	time.Sleep(4 * time.Second) // past both follow-up times
+	if n := len(perContact(talker)); n != 2 {
+		t.Fatalf("Tia has %d campaign messages, want 2: a reply cancels the follow-ups", n)
+	}
+}
