@@ -109,3 +109,36 @@ func (s *Server) listContacts(c *fiber.Ctx) error {
 	}
 	return c.JSON(pageBody(contacts, next))
 }
+
+// importContacts: POST /v1/lists/{id}/import, a multipart form with a CSV file (columns phone,
+// first_name, last_name, email) -> 200 {"imported","existing","invalid","errors":[{row,error}]}.
+// Valid rows are kept and invalid ones reported; the additions trigger the list's live campaigns.
+func (s *Server) importContacts(c *fiber.Ctx) error {
+	ctx, acc := c.UserContext(), accountOf(c)
+	if _, err := s.store.ListByID(ctx, acc.ID, c.Params("id")); err != nil {
+		return err
+	}
+	form, err := c.MultipartForm()
+	if err != nil {
+		return models.Errorf(models.CodeValidation, "send the CSV as a multipart/form-data file field named file")
+	}
+	files := form.File["file"]
+	if len(files) != 1 {
+		return models.Errorf(models.CodeValidation, "send exactly one CSV file in the form field named file")
+	}
+	f, err := files[0].Open()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	contacts, rowErrors, err := models.ParseContactCSV(f)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.ImportContacts(ctx, acc.ID, c.Params("id"), contacts, rowErrors)
+	if err != nil {
+		return err
+	}
+	s.enqueueOpenings(c, res.Sends)
+	return c.JSON(res)
+}

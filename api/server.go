@@ -103,6 +103,7 @@ func (s *Server) routes() {
 	v1.Get("/lists/:id", auth, s.getList)
 	v1.Post("/lists/:id/contacts", auth, s.addToList)
 	v1.Get("/lists/:id/contacts", auth, s.listContacts)
+	v1.Post("/lists/:id/import", auth, s.importContacts)
 
 	v1.Post("/incoming_custom_channel_message", auth, s.incomingMessage)
 	v1.All("/incoming_custom_channel_message", methodNotAllowed)

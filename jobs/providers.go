@@ -269,9 +269,8 @@ func (p *ProviderClient) post(ctx context.Context, call providerCall) (res Deliv
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
-			res = DeliveryResult{Error: fmt.Sprintf("internal error: %v", r)}
+			res = DeliveryResult{Error: redactSecrets(fmt.Sprintf("internal error: %v", r), call.secrets)}
 		}
-		res.Error = redactSecrets(res.Error, call.secrets)
 		res.Duration = time.Since(start)
 	}()
 
@@ -288,7 +287,9 @@ func (p *ProviderClient) post(ctx context.Context, call providerCall) (res Deliv
 
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return p.transportFailure(ctx, err)
+		res = p.transportFailure(ctx, err)
+		res.Error = redactSecrets(res.Error, call.secrets)
+		return res
 	}
 	defer resp.Body.Close()
 	// A read error after the status line changes nothing: the provider has answered.
@@ -345,14 +346,16 @@ func missingFields(pairs ...string) string {
 	return strings.Join(missing, ", ")
 }
 
-// redactSecrets replaces every non-empty secret in text.
+// redactSecrets replaces every occurrence of a non-empty secret in text, in one pass (so that a secret
+// that happens to occur in the replacement is not replaced again), the longest secret first.
 func redactSecrets(text string, secrets []string) string {
+	secrets = slices.DeleteFunc(slices.Clone(secrets), func(s string) bool { return s == "" })
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(secrets))
 	for _, s := range secrets {
-		if s != "" {
-			text = strings.ReplaceAll(text, s, redactedSecret)
-		}
+		pairs = append(pairs, s, redactedSecret)
 	}
-	return text
+	return strings.NewReplacer(pairs...).Replace(text)
 }
 
 // VerifyTwilioSignature reports whether signature, the X-Twilio-Signature header of a Twilio webhook,

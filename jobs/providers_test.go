@@ -292,6 +292,28 @@ func TestSendNeverReturnsCredentials(t *testing.T) {
 	}
 }
 
+func TestRedactSecrets(t *testing.T) {
+	tests := []struct {
+		name    string
+		text    string
+		secrets []string
+		want    string
+	}{
+		{"no secrets", "plain text", nil, "plain text"},
+		{"empty secrets are ignored", "plain text", []string{"", ""}, "plain text"},
+		{"every occurrence", "tok1 and tok1", []string{"tok1"}, "[redacted] and [redacted]"},
+		{"the longer secret first", "abcdef", []string{"abc", "abcdef"}, "[redacted]"},
+		{"the replacement is not redacted again", "token t", []string{"t"}, "[redacted]oken [redacted]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redactSecrets(tt.text, tt.secrets); got != tt.want {
+				t.Errorf("redactSecrets(%q, %q) = %q, want %q", tt.text, tt.secrets, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestSendWhatsAppMessages(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"funnelchat/models"
+)
+
+func TestListImport(t *testing.T) {
+	store := useBackend(t)
+	email := uniqueEmail("importer")
+	acc := createAccount(t, "--email", email)
+	ctx := context.Background()
+	list, err := store.CreateList(ctx, acc.AccountID, "imported leads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, listID, opening := models.CampaignLive, list.ID, "Hi {{firstName}}"
+	channel := "custom:chat"
+	if _, err := store.CreateCampaign(ctx, acc.AccountID, models.CampaignInput{
+		Name: &email, Status: &status, ListID: &listID, OpeningMessage: &opening, Channel: &channel,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	csv := filepath.Join(t.TempDir(), "leads.csv")
+	content := "phone,first_name,last_name,email\n+14155558001,Ana,,\n+14155558002,Ben,,\nnot-a-phone,Bad,,\n"
+	if err := os.WriteFile(csv, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var got struct{ Imported, Existing, Invalid int }
+	decodeOne(t, mustRun(t, "list", "import", "--account-email", email, "--list", listID, "--csv", csv), &got)
+	if got.Imported != 2 || got.Existing != 0 || got.Invalid != 1 {
+		t.Fatalf("first import: %+v", got)
+	}
+	decodeOne(t, mustRun(t, "list", "import", "--account-email", email, "--list", listID, "--csv", csv), &got)
+	if got.Imported != 0 || got.Existing != 2 || got.Invalid != 1 {
+		t.Fatalf("second import: %+v", got)
+	}
+	// The import counts as adding to the list: the live campaign owes each new contact one opening.
+	n, err := store.DB().NewSelect().TableExpr("campaign_sends").Where("account_id = ?", acc.AccountID).Count(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("%d campaign sends (err %v), want 2", n, err)
+	}
+
+	runFails(t, "list", "list", "import", "--account-email", email, "--list", "lst_nope", "--csv", csv)
+	runFails(t, "account", "list", "import", "--account-email", uniqueEmail("nobody"), "--list", listID, "--csv", csv)
+	runFails(t, "no such file", "list", "import", "--account-email", email, "--list", listID, "--csv", csv+".missing")
+	runFails(t, "required", "list", "import", "--list", listID)
+}
