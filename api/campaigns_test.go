@@ -13,7 +13,7 @@ import (
 )
 
 // liveCampaign creates a list and a live campaign on it that sends on the custom channel "chat".
-func liveCampaign(t *testing.T, srv *server, key string, fields map[string]any) (campaignID, listID string) {
+func liveCampaign(t testing.TB, srv *server, key string, fields map[string]any) (campaignID, listID string) {
 	t.Helper()
 	listID = newList(t, srv, key, "funnel")
 	body := map[string]any{
@@ -29,7 +29,7 @@ func liveCampaign(t *testing.T, srv *server, key string, fields map[string]any) 
 	return r.JSON(t)["id"].(string), listID
 }
 
-func namedContact(t *testing.T, srv *server, key, phone, first string) string {
+func namedContact(t testing.TB, srv *server, key, phone, first string) string {
 	t.Helper()
 	r := do(t, "POST", srv.URL+"/v1/contacts", key, map[string]any{"phone": phone, "firstName": first})
 	expect(t, r, http.StatusCreated, "")
@@ -37,7 +37,7 @@ func namedContact(t *testing.T, srv *server, key, phone, first string) string {
 }
 
 // campaignMessages lists the outgoing messages of a campaign stored in the database, oldest first.
-func campaignMessages(t *testing.T, campaignID string) []models.Message {
+func campaignMessages(t testing.TB, campaignID string) []models.Message {
 	t.Helper()
 	var msgs []models.Message
 	err := env.Store.DB().NewSelect().Model(&msgs).Where("campaign_id = ? AND direction = ?", campaignID, "outgoing").Order("created_at").Scan(t.Context())

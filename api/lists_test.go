@@ -10,7 +10,7 @@ import (
 )
 
 // newContact creates a contact through the API and returns its id.
-func newContact(t *testing.T, srv *server, key, phone string) string {
+func newContact(t testing.TB, srv *server, key, phone string) string {
 	t.Helper()
 	r := do(t, "POST", srv.URL+"/v1/contacts", key, map[string]any{"phone": phone})
 	if r.Status != http.StatusCreated {
@@ -19,7 +19,7 @@ func newContact(t *testing.T, srv *server, key, phone string) string {
 	return r.JSON(t)["id"].(string)
 }
 
-func newList(t *testing.T, srv *server, key, name string) string {
+func newList(t testing.TB, srv *server, key, name string) string {
 	t.Helper()
 	r := do(t, "POST", srv.URL+"/v1/lists", key, map[string]any{"name": name})
 	expect(t, r, http.StatusCreated, "")

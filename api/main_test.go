@@ -34,7 +34,7 @@ type server struct {
 }
 
 // startServer runs an api server with REQUIRE_HTTPS off unless overridden ("KEY=VALUE" pairs).
-func startServer(t *testing.T, overrides ...string) *server {
+func startServer(t testing.TB, overrides ...string) *server {
 	t.Helper()
 	cfg, err := config.Load(env.Getenv(append([]string{"REQUIRE_HTTPS=false"}, overrides...)...))
 	if err != nil {
@@ -74,7 +74,7 @@ func testLogger() *slog.Logger {
 var accountSeq atomic.Int64
 
 // newAccount creates an account with a unique email and returns it with its raw API key.
-func newAccount(t *testing.T) (*models.Account, string) {
+func newAccount(t testing.TB) (*models.Account, string) {
 	t.Helper()
 	email := fmt.Sprintf("owner%d-%d@example.com", time.Now().UnixNano(), accountSeq.Add(1))
 	created, err := env.Store.CreateAccount(context.Background(), models.NewAccount{Email: email})
@@ -92,7 +92,7 @@ type response struct {
 }
 
 // JSON decodes the body into a map, failing the test with the body shown when it is not an object.
-func (r response) JSON(t *testing.T) map[string]any {
+func (r response) JSON(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.Body, &m); err != nil {
@@ -102,7 +102,7 @@ func (r response) JSON(t *testing.T) map[string]any {
 }
 
 // errorCode returns error.code of an object-form error body.
-func (r response) errorCode(t *testing.T) string {
+func (r response) errorCode(t testing.TB) string {
 	t.Helper()
 	e, ok := r.JSON(t)["error"].(map[string]any)
 	if !ok {
@@ -117,7 +117,7 @@ func (r response) errorCode(t *testing.T) string {
 
 // do sends a request. body is sent as is when it is a string or []byte, else JSON-encoded; headers are
 // "Name: value" strings. A key given is sent as x-api-key.
-func do(t *testing.T, method, url, key string, body any, headers ...string) response {
+func do(t testing.TB, method, url, key string, body any, headers ...string) response {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -162,7 +162,7 @@ func do(t *testing.T, method, url, key string, body any, headers ...string) resp
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
 // expect fails the test unless the response has the status (and, for errors, the code).
-func expect(t *testing.T, r response, status int, code string) {
+func expect(t testing.TB, r response, status int, code string) {
 	t.Helper()
 	if r.Status != status {
 		t.Fatalf("status %d, want %d; body: %s", r.Status, status, r.Body)

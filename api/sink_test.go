@@ -28,7 +28,7 @@ type sink struct {
 	respond  func(n int, w http.ResponseWriter, r *http.Request)
 }
 
-func newSink(t *testing.T, respond func(n int, w http.ResponseWriter, r *http.Request)) *sink {
+func newSink(t testing.TB, respond func(n int, w http.ResponseWriter, r *http.Request)) *sink {
 	t.Helper()
 	s := &sink{respond: respond}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +54,7 @@ func (s *sink) deliveries() []delivery {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -77,7 +77,7 @@ var testWorkerEnv = []string{
 
 // startWorker runs an in-process worker on the package's Redis until the test ends. Tasks left in
 // the queues by earlier tests belong to their own accounts and do not disturb this one.
-func startWorker(t *testing.T, overrides ...string) *jobs.Handler {
+func startWorker(t testing.TB, overrides ...string) *jobs.Handler {
 	t.Helper()
 	cfg, err := config.Load(env.Getenv(append(append([]string{}, testWorkerEnv...), overrides...)...))
 	if err != nil {
@@ -100,7 +100,7 @@ func startWorker(t *testing.T, overrides ...string) *jobs.Handler {
 
 // messagingAccount creates an account whose reply webhook points at the sink and returns its key
 // and signing secret.
-func messagingAccount(t *testing.T, srv *server, hook *sink) (key, secret string) {
+func messagingAccount(t testing.TB, srv *server, hook *sink) (key, secret string) {
 	t.Helper()
 	_, key = newAccount(t)
 	r := do(t, "PUT", srv.URL+"/v1/settings/webhook", key, map[string]any{"url": hook.URL + "/hook"})
@@ -110,7 +110,7 @@ func messagingAccount(t *testing.T, srv *server, hook *sink) (key, secret string
 }
 
 // incoming posts a custom-channel message and returns the response.
-func incoming(t *testing.T, srv *server, key, sid, fromID, body string) response {
+func incoming(t testing.TB, srv *server, key, sid, fromID, body string) response {
 	t.Helper()
 	return do(t, "POST", srv.URL+"/v1/incoming_custom_channel_message", key, map[string]any{
 		"customData": map[string]any{"messageSid": sid, "fromId": fromID, "toId": "biz-1", "body": body, "channel": "live-chat"},
