@@ -22,6 +22,7 @@ type campaignRequest struct {
 	Status              *string    `json:"status"`
 	SendRatePerMinute   *int       `json:"sendRatePerMinute"`
 	OpeningDelayMinutes *int       `json:"openingDelayMinutes"`
+	WhatsAppTemplate    *string    `json:"whatsappTemplate"`
 }
 
 func (r *campaignRequest) input() models.CampaignInput {
@@ -30,6 +31,7 @@ func (r *campaignRequest) input() models.CampaignInput {
 		OpeningMessage: r.OpeningMessage, Goal: r.Goal, FollowUpsEnabled: r.FollowUpsEnabled,
 		FollowUpDelaysHours: r.FollowUpDelaysHours, TriggerOnListAdd: r.TriggerOnListAdd, ListID: r.ListID,
 		Channel: r.Channel, Status: r.Status, SendRatePerMinute: r.SendRatePerMinute, OpeningDelayMinutes: r.OpeningDelayMinutes,
+		WhatsAppTemplate: r.WhatsAppTemplate,
 	}
 }
 

@@ -124,6 +124,11 @@ func (s *Server) routes() {
 	v1.Put("/settings/channels/sms", auth, s.putSMSSettings)
 	v1.Put("/settings/channels/whatsapp", auth, s.putWhatsAppSettings)
 
+	// Provider webhooks authenticate with the provider's signature instead of an API key.
+	v1.Post("/channels/sms/inbound", s.smsInbound)
+	v1.Get("/channels/whatsapp/inbound", s.whatsAppVerify)
+	v1.Post("/channels/whatsapp/inbound", s.whatsAppInbound)
+
 	v1.Post("/campaigns", auth, s.createCampaign)
 	v1.Get("/campaigns", auth, s.listCampaigns)
 	v1.Get("/campaigns/:id", auth, s.getCampaign)

@@ -44,21 +44,13 @@ func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if acc.WebhookURL == nil || acc.WebhookSecret == nil {
-		if err := h.Store.RecordAttempt(ctx, m.ID, models.AttemptOutcome{Error: errNoWebhook.Error()}); err != nil {
-			return err
-		}
-		return fmt.Errorf("deliver %s: %v: %w", m.ID, errNoWebhook, asynq.SkipRetry)
+	transport, ok := h.transports()[m.Transport]
+	if !ok {
+		return fmt.Errorf("deliver %s: unknown transport %q: %w", m.ID, m.Transport, asynq.SkipRetry)
 	}
-	body, err := json.Marshal(replyPayload{
-		ContactID: m.ContactID, MessageID: m.ID, UserID: acc.OwnerUserID, Body: m.Body, ToID: m.ToID, Channel: m.Channel,
-	})
-	if err != nil {
-		return fmt.Errorf("deliver: %v: %w", err, asynq.SkipRetry)
-	}
-	res := h.Sender.Send(ctx, WebhookRequest{URL: *acc.WebhookURL, Secret: *acc.WebhookSecret, ID: m.ID, Payload: body})
-	h.Log.Info("webhook delivery", "message_id", m.ID, "account_id", m.AccountID, "status_code", res.StatusCode,
-		"ok", res.OK(), "duration_ms", res.Duration.Milliseconds())
+	res := transport.Deliver(ctx, m, acc)
+	h.Log.Info("delivery", "message_id", m.ID, "account_id", m.AccountID, "transport", m.Transport,
+		"status_code", res.StatusCode, "ok", res.OK(), "duration_ms", res.Duration.Milliseconds())
 	return h.recordDelivery(ctx, t, m.ID, res)
 }
 

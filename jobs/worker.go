@@ -38,14 +38,15 @@ const shutdownTimeout = 8 * time.Second
 
 // Handler holds what task handlers need. Register adds every task type it handles to a mux.
 type Handler struct {
-	Store  *models.Store
-	Config *config.Config
-	Log    *slog.Logger
-	Queue  *Queue
-	Redis  redis.UniversalClient
-	Bot    Bot
-	Sender *WebhookSender
-	pacer  pacer
+	Store     *models.Store
+	Config    *config.Config
+	Log       *slog.Logger
+	Queue     *Queue
+	Redis     redis.UniversalClient
+	Bot       Bot
+	Sender    *WebhookSender
+	Providers *ProviderClient
+	pacer     pacer
 	// BotRetryDelays space the retries of a bot reply whose model call failed (the defaults unless a
 	// test shortens them); after the last one the bot gives up and raises an alert.
 	BotRetryDelays []time.Duration
@@ -56,9 +57,10 @@ type Handler struct {
 func NewHandler(store *models.Store, cfg *config.Config, log *slog.Logger, queue *Queue, rdb redis.UniversalClient) *Handler {
 	return &Handler{
 		Store: store, Config: cfg, Log: log, Queue: queue, Redis: rdb,
-		Bot:    NewBot(cfg, nil),
-		Sender: NewWebhookSender(cfg.WebhookTimeout, cfg.WebhookAllowPrivate),
-		pacer:  pacer{rdb: rdb},
+		Bot:       NewBot(cfg, nil),
+		Sender:    NewWebhookSender(cfg.WebhookTimeout, cfg.WebhookAllowPrivate),
+		Providers: NewProviderClient(cfg.SMSAPIBaseURL, cfg.WhatsAppAPIBaseURL, cfg.WebhookTimeout),
+		pacer:     pacer{rdb: rdb},
 
 		BotRetryDelays: []time.Duration{2 * time.Second, 10 * time.Second, 30 * time.Second},
 	}

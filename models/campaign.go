@@ -46,8 +46,11 @@ type Campaign struct {
 	Status              string    `bun:"status" json:"status"`
 	SendRatePerMinute   *int      `bun:"send_rate_per_minute" json:"sendRatePerMinute"`
 	OpeningDelayMinutes int       `bun:"opening_delay_minutes" json:"openingDelayMinutes"`
-	CreatedAt           time.Time `bun:"created_at" json:"createdAt"`
-	UpdatedAt           time.Time `bun:"updated_at" json:"-"`
+	// WhatsAppTemplate is the approved template that carries the opening message on WhatsApp outside
+	// the 24-hour window, with the contact's first name as its one body parameter.
+	WhatsAppTemplate *string   `bun:"whatsapp_template" json:"whatsappTemplate"`
+	CreatedAt        time.Time `bun:"created_at" json:"createdAt"`
+	UpdatedAt        time.Time `bun:"updated_at" json:"-"`
 }
 
 // Transport is how the campaign's messages leave: "custom" (the webhook), "sms" or "whatsapp".
@@ -82,6 +85,7 @@ type CampaignInput struct {
 	Status              *string
 	SendRatePerMinute   *int // 0 returns to the default
 	OpeningDelayMinutes *int
+	WhatsAppTemplate    *string // "" clears
 }
 
 // Campaign limits.
@@ -135,6 +139,13 @@ func (in *CampaignInput) apply(c *Campaign) {
 	if in.OpeningDelayMinutes != nil {
 		c.OpeningDelayMinutes = *in.OpeningDelayMinutes
 	}
+	if in.WhatsAppTemplate != nil {
+		if name := strings.TrimSpace(*in.WhatsAppTemplate); name == "" {
+			c.WhatsAppTemplate = nil
+		} else {
+			c.WhatsAppTemplate = &name
+		}
+	}
 }
 
 // validate checks a campaign as it would be stored. Going live needs a list, an opening message for
@@ -149,6 +160,7 @@ func (s *Store) validateCampaign(ctx context.Context, db bun.IDB, c *Campaign) e
 		textField{"openingMessage", c.OpeningMessage, maxBodyLength},
 		textField{"goal", c.Goal, maxCampaignText},
 		textField{"channel", c.Channel, maxLabelLength + len(customPrefix)},
+		textField{"whatsappTemplate", derefOr(c.WhatsAppTemplate, ""), 512},
 	); err != nil {
 		return err
 	}
@@ -326,4 +338,11 @@ func Personalize(template string, c *Contact) string {
 		out = strings.ReplaceAll(out, f, c.LastName)
 	}
 	return out
+}
+
+func derefOr(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
 }

@@ -136,3 +136,20 @@ func (s *Store) AccountForChannel(ctx context.Context, kind, lookup string) (str
 	}
 	return row.AccountID, nil
 }
+
+// WhatsAppVerifyTokens lists the WhatsApp verify tokens of every account, for answering Meta's
+// subscription challenge (which names no account).
+func (s *Store) WhatsAppVerifyTokens(ctx context.Context) ([]string, error) {
+	var rows []channelCredentials
+	if err := s.db.NewSelect().Model(&rows).Where("kind = ?", ChannelWhatsApp).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("whatsapp verify tokens: %w", err)
+	}
+	var tokens []string
+	for _, r := range rows {
+		var v WhatsAppSettings
+		if json.Unmarshal([]byte(r.Settings), &v) == nil && v.VerifyToken != "" {
+			tokens = append(tokens, v.VerifyToken)
+		}
+	}
+	return tokens, nil
+}

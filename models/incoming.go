@@ -27,6 +27,7 @@ type IncomingInput struct {
 	MediaURL         string
 	MediaContentType string
 	MessageType      string
+	Transport        string // "" for a custom channel; sms or whatsapp for the built-in providers
 }
 
 // Field limits of custom-channel messages.
@@ -162,6 +163,9 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 		Status:      in.Status,
 		BotStatus:   &botStatus,
 		CreatedAt:   now(),
+	}
+	if in.Transport != "" {
+		m.Transport = in.Transport
 	}
 	if in.CampaignID != "" {
 		m.CampaignID = &in.CampaignID

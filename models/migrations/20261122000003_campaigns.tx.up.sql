@@ -17,6 +17,7 @@ CREATE TABLE campaigns (
     status                TEXT NOT NULL,               -- draft | live | paused
     send_rate_per_minute  INTEGER,                     -- NULL: CAMPAIGN_SENDS_PER_MINUTE
     opening_delay_minutes INTEGER NOT NULL DEFAULT 0,
+    whatsapp_template     TEXT,                        -- approved template for openings on WhatsApp
     created_at            TIMESTAMPTZ NOT NULL,
     updated_at            TIMESTAMPTZ NOT NULL
 );

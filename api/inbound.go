@@ -1,0 +1,187 @@
+package api
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/url"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"funnelchat/jobs"
+	"funnelchat/models"
+)
+
+// Inbound provider webhooks carry no API key: the provider's signature, checked with the account's
+// credentials, is what authenticates them. Messages then take the same path as custom-channel ones.
+
+// smsInbound: POST /v1/channels/sms/inbound, Twilio's form webhook. The account is the one whose SMS
+// credentials have the AccountSid and the number written to; X-Twilio-Signature must verify with its
+// auth token (403 otherwise). Answers an empty TwiML response.
+func (s *Server) smsInbound(c *fiber.Ctx) error {
+	form, err := url.ParseQuery(string(c.Body()))
+	if err != nil {
+		return models.Errorf(models.CodeValidation, "expected a form-encoded Twilio webhook")
+	}
+	ctx := c.UserContext()
+	to, err := models.NormalizePhone(form.Get("To"))
+	if err != nil || to == "" || form.Get("AccountSid") == "" {
+		return models.Errorf(models.CodeValidation, "AccountSid and To are required")
+	}
+	accountID, err := s.store.AccountForChannel(ctx, models.ChannelSMS, form.Get("AccountSid")+":"+to)
+	if err != nil {
+		return models.Errorf(models.CodeForbidden, "signature does not verify")
+	}
+	creds, err := s.store.SMSSettings(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	if !jobs.VerifyTwilioSignature(creds.AuthToken, s.requestURL(c), form, c.Get("X-Twilio-Signature")) {
+		return models.Errorf(models.CodeForbidden, "signature does not verify")
+	}
+	in := models.IncomingInput{
+		ExternalID: form.Get("MessageSid"), FromID: form.Get("From"), ToID: to, Body: form.Get("Body"),
+		Channel: models.ChannelSMS, Transport: models.ChannelSMS,
+	}
+	if form.Get("NumMedia") != "" && form.Get("NumMedia") != "0" {
+		in.MediaURL, in.MediaContentType = form.Get("MediaUrl0"), form.Get("MediaContentType0")
+		if strings.TrimSpace(in.Body) == "" {
+			in.Body = "(media)"
+		}
+	}
+	if err := s.ingestProviderMessage(c, accountID, in); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "text/xml")
+	return c.SendString("<Response></Response>")
+}
+
+// requestURL is the URL the provider signed: the public scheme, host, path and query.
+func (s *Server) requestURL(c *fiber.Ctx) string {
+	scheme := "http"
+	if s.isTLS(c) {
+		scheme = "https"
+	}
+	return scheme + "://" + c.Hostname() + c.OriginalURL()
+}
+
+// ingestProviderMessage stores an inbound provider message and enqueues the bot's reply; a repeated
+// provider message id is a no-op.
+func (s *Server) ingestProviderMessage(c *fiber.Ctx, accountID string, in models.IncomingInput) error {
+	if err := in.Validate(s.cfg.MaxMediaBytes); err != nil {
+		return err
+	}
+	msg, _, err := s.store.IngestIncoming(c.UserContext(), accountID, in)
+	if err != nil {
+		return err
+	}
+	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
+		if err := s.queue.BotReply(c.UserContext(), msg.ID); err != nil {
+			s.log.Warn("inbound stored, bot reply not enqueued; the sweep will answer it", "message_id", msg.ID, "error", err.Error())
+		}
+	}
+	return nil
+}
+
+// whatsAppVerify: GET /v1/channels/whatsapp/inbound, Meta's subscription challenge: echoes
+// hub.challenge when hub.verify_token is one an account configured.
+func (s *Server) whatsAppVerify(c *fiber.Ctx) error {
+	token := c.Query("hub.verify_token")
+	if c.Query("hub.mode") != "subscribe" || token == "" {
+		return models.Errorf(models.CodeForbidden, "not a subscription challenge")
+	}
+	tokens, err := s.store.WhatsAppVerifyTokens(c.UserContext())
+	if err != nil {
+		return err
+	}
+	for _, t := range tokens {
+		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+			return c.SendString(c.Query("hub.challenge"))
+		}
+	}
+	return models.Errorf(models.CodeForbidden, "unknown verify token")
+}
+
+// whatsAppWebhook is the part of Meta's webhook body we read.
+type whatsAppWebhook struct {
+	Entry []struct {
+		Changes []struct {
+			Value struct {
+				Metadata struct {
+					PhoneNumberID string `json:"phone_number_id"`
+				} `json:"metadata"`
+				Contacts []struct {
+					WaID    string `json:"wa_id"`
+					Profile struct {
+						Name string `json:"name"`
+					} `json:"profile"`
+				} `json:"contacts"`
+				Messages []struct {
+					From     string                 `json:"from"`
+					ID       string                 `json:"id"`
+					Type     string                 `json:"type"`
+					Text     struct{ Body string }  `json:"text"`
+					Reaction struct{ Emoji string } `json:"reaction"`
+				} `json:"messages"`
+			} `json:"value"`
+		} `json:"changes"`
+	} `json:"entry"`
+}
+
+// whatsAppInbound: POST /v1/channels/whatsapp/inbound, Meta's webhook. Each change names the phone
+// number id it was sent to, which names the account; X-Hub-Signature-256 must verify with that
+// account's app secret (403 otherwise).
+func (s *Server) whatsAppInbound(c *fiber.Ctx) error {
+	raw := c.Body()
+	var hook whatsAppWebhook
+	if err := json.Unmarshal(raw, &hook); err != nil {
+		return models.Errorf(models.CodeInvalidJSON, "request body is not a WhatsApp webhook")
+	}
+	ctx := c.UserContext()
+	verified := map[string]bool{}
+	for _, entry := range hook.Entry {
+		for _, change := range entry.Changes {
+			v := change.Value
+			accountID, err := s.store.AccountForChannel(ctx, models.ChannelWhatsApp, v.Metadata.PhoneNumberID)
+			if err != nil {
+				return models.Errorf(models.CodeForbidden, "signature does not verify")
+			}
+			if !verified[accountID] {
+				creds, err := s.store.WhatsAppSettings(ctx, accountID)
+				if err != nil {
+					return err
+				}
+				if !jobs.VerifyMetaSignature(creds.AppSecret, raw, c.Get("X-Hub-Signature-256")) {
+					return models.Errorf(models.CodeForbidden, "signature does not verify")
+				}
+				verified[accountID] = true
+			}
+			names := map[string]string{}
+			for _, ct := range v.Contacts {
+				names[ct.WaID] = ct.Profile.Name
+			}
+			for _, m := range v.Messages {
+				in := models.IncomingInput{
+					ExternalID: m.ID, FromID: "+" + strings.TrimPrefix(m.From, "+"), ToID: v.Metadata.PhoneNumberID,
+					Channel: models.ChannelWhatsApp, Transport: models.ChannelWhatsApp, FirstName: names[m.From],
+				}
+				switch m.Type {
+				case "text":
+					in.Body = m.Text.Body
+				case "reaction":
+					in.Body, in.MessageType = m.Reaction.Emoji, models.MessageTypeReaction
+				default:
+					in.Body = "(" + m.Type + " message)"
+				}
+				if err := s.ingestProviderMessage(c, accountID, in); err != nil {
+					if models.ErrorCode(err) != models.CodeValidation {
+						return err
+					}
+					// Meta retries a failed webhook for days: drop what cannot be stored, keep the rest.
+					s.log.Warn("whatsapp message not stored", "account_id", accountID, "error", err.Error())
+				}
+			}
+		}
+	}
+	return c.JSON(fiber.Map{"success": true})
+}

@@ -1,0 +1,107 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"funnelchat/models"
+)
+
+// Transport delivers one outgoing message for an account: the custom-channel webhook, SMS or
+// WhatsApp. It never returns an error: every outcome, with whether a retry may help, is the result.
+type Transport interface {
+	Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult
+}
+
+// transports maps a message's transport to the one that delivers it.
+func (h *Handler) transports() map[string]Transport {
+	return map[string]Transport{
+		models.TransportCustom: webhookTransport{sender: h.Sender},
+		models.ChannelSMS:      smsTransport{store: h.Store, client: h.Providers},
+		models.ChannelWhatsApp: whatsAppTransport{store: h.Store, client: h.Providers},
+	}
+}
+
+// webhookTransport posts replies to the account's custom-channel webhook (SPEC.md 6.1).
+type webhookTransport struct{ sender *WebhookSender }
+
+func (t webhookTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
+	if acc.WebhookURL == nil || acc.WebhookSecret == nil {
+		return DeliveryResult{Error: errNoWebhook.Error()}
+	}
+	body, err := json.Marshal(replyPayload{
+		ContactID: m.ContactID, MessageID: m.ID, UserID: acc.OwnerUserID, Body: m.Body, ToID: m.ToID, Channel: m.Channel,
+	})
+	if err != nil {
+		return DeliveryResult{Error: "encode payload: " + err.Error()}
+	}
+	return t.sender.Send(ctx, WebhookRequest{URL: *acc.WebhookURL, Secret: *acc.WebhookSecret, ID: m.ID, Payload: body})
+}
+
+// smsTransport sends through the account's Twilio-compatible SMS credentials.
+type smsTransport struct {
+	store  *models.Store
+	client *ProviderClient
+}
+
+func (t smsTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
+	creds, err := t.store.SMSSettings(ctx, acc.ID)
+	if err != nil {
+		return credentialsFailure(err, "SMS")
+	}
+	return t.client.SendSMS(ctx, SMSCredentials{AccountSID: creds.AccountSID, AuthToken: creds.AuthToken, From: creds.From}, m.ToID, m.Body)
+}
+
+// whatsAppWindow is how long after a contact's last message a business may write free text; outside
+// it WhatsApp accepts only approved templates.
+const whatsAppWindow = 24 * time.Hour
+
+// whatsAppTransport sends through the WhatsApp Cloud API: text inside the 24-hour window, the
+// campaign's approved template (with the first name as its parameter) outside it.
+type whatsAppTransport struct {
+	store  *models.Store
+	client *ProviderClient
+}
+
+func (t whatsAppTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
+	creds, err := t.store.WhatsAppSettings(ctx, acc.ID)
+	if err != nil {
+		return credentialsFailure(err, "WhatsApp")
+	}
+	template, err := t.templateFor(ctx, m)
+	if err != nil {
+		return DeliveryResult{Error: "load campaign: " + err.Error(), Retryable: true}
+	}
+	return t.client.SendWhatsApp(ctx, WhatsAppCredentials{PhoneNumberID: creds.PhoneNumberID, AccessToken: creds.AccessToken}, m.ToID, m.Body, template)
+}
+
+func (t whatsAppTransport) templateFor(ctx context.Context, m *models.Message) (*WhatsAppTemplate, error) {
+	if m.CampaignID == nil {
+		return nil, nil
+	}
+	inWindow, err := t.store.ContactWroteSince(ctx, m.ContactID, time.Now().Add(-whatsAppWindow))
+	if err != nil || inWindow {
+		return nil, err
+	}
+	c, err := t.store.Campaign(ctx, *m.CampaignID)
+	if err != nil || c.WhatsAppTemplate == nil {
+		return nil, err
+	}
+	contact, err := t.store.ContactByID(ctx, m.AccountID, m.ContactID)
+	if err != nil {
+		return nil, err
+	}
+	first := contact.FirstName
+	if first == "" {
+		first = "there"
+	}
+	return &WhatsAppTemplate{Name: *c.WhatsAppTemplate, Language: c.Language, Parameters: []string{first}}, nil
+}
+
+func credentialsFailure(err error, kind string) DeliveryResult {
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return DeliveryResult{Error: "no " + kind + " credentials configured: PUT /v1/settings/channels/" + map[string]string{"SMS": "sms", "WhatsApp": "whatsapp"}[kind]}
+	}
+	return DeliveryResult{Error: "load " + kind + " credentials: " + err.Error(), Retryable: true}
+}
