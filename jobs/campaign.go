@@ -84,7 +84,10 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	if campaign.Status != models.CampaignLive {
-		// Held until the campaign is live again; resuming queues it anew.
+		// Held until the campaign is live again; resuming queues it anew, with a new slot.
+		if err := h.pacer.release(ctx, send.ID); err != nil {
+			return err
+		}
 		return h.Store.SetSendStatus(ctx, send.ID, models.SendHeld, "")
 	}
 	contact, err := h.Store.ContactByID(ctx, send.AccountID, send.ContactID)
@@ -107,7 +110,7 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	if to == "" {
 		return h.Store.SetSendStatus(ctx, send.ID, models.SendSkipped, "the contact has no address on "+campaign.Channel)
 	}
-	if err := h.pace(ctx, campaign); err != nil {
+	if err := h.pace(ctx, campaign, send.ID); err != nil {
 		return err
 	}
 	m, err := h.Store.WriteOpening(ctx, send, models.OutgoingMessage{
@@ -126,18 +129,30 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-// pace takes a send slot for the campaign's account and channel at the campaign's rate.
-func (h *Handler) pace(ctx context.Context, c *models.Campaign) error {
+// sleepBeforeSlot is how close to its slot a send waits in the handler rather than being rescheduled:
+// asynq schedules in whole seconds, so a rescheduled task wakes up to about a second and a half early.
+const sleepBeforeSlot = 2 * time.Second
+
+// pace waits for the send's slot for the campaign's account and channel at the campaign's rate. A slot
+// further away reschedules the task (without spending a retry) to wake shortly before it.
+func (h *Handler) pace(ctx context.Context, c *models.Campaign, sendID string) error {
 	rate := h.Config.CampaignSendsPerMinute
 	if c.SendRatePerMinute != nil {
 		rate = *c.SendRatePerMinute
 	}
-	wait, err := h.pacer.take(ctx, "pace:"+c.AccountID+":"+c.Channel, rate)
+	wait, err := h.pacer.reserve(ctx, "pace:"+c.AccountID+":"+c.Channel, sendID, rate)
 	if err != nil {
 		return err
 	}
+	if wait > sleepBeforeSlot {
+		return &rateLimited{retryAfter: wait - time.Second}
+	}
 	if wait > 0 {
-		return &rateLimited{retryAfter: wait}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return nil
 }

@@ -10,42 +10,55 @@ import (
 
 // pacer spaces campaign opening messages per account and channel, in Redis so that every worker
 // process shares it. It implements DESIGN.md's rule exactly: the first openingBurst sends go at once,
-// then one every interval (60 s / sendRatePerMinute), measured from the previous send, so a late send
-// is never followed by a catch-up burst. The burst is available again only after the channel has been
-// quiet for a window (a minute, or openingBurst intervals at slow rates). A GCRA limiter such as
-// redis_rate allows such catch-up bursts, which the pacing rule forbids, so this is a small script.
+// then one every interval (60 s / sendRatePerMinute). Each send reserves its slot once, so the rate
+// holds on average however late a worker wakes, and slots never come closer than the interval: a
+// GCRA limiter (redis_rate) would let late senders catch up in a burst, which the rule forbids. The
+// burst is available again only after the channel has been quiet for a window (a minute, or
+// openingBurst intervals at slow rates).
 type pacer struct {
 	rdb redis.UniversalClient
 }
 
-// paceScript takes a slot or says how long to wait for one. KEYS[1]: sorted set of recent send times;
-// KEYS[2]: time of the last send. ARGV: interval ms, burst, window ms. Returns the wait in ms (0: sent).
-var paceScript = redis.NewScript(`
+// reserveScript returns the milliseconds until the send's slot (<= 0: go now), reserving the next
+// free slot the first time a send asks. KEYS[1]: sorted set of recent slots; KEYS[2]: the latest slot;
+// KEYS[3]: this send's reservation. ARGV: interval ms, burst, window ms.
+var reserveScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local held = redis.call('GET', KEYS[3])
+if held then return tonumber(held) - now end
 local interval, burst, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local slot = now
 if redis.call('ZCARD', KEYS[1]) >= burst then
   local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-  local wait = last + interval - now
-  if wait > 0 then return wait end
+  if last + interval > slot then slot = last + interval end
 end
 local seq = redis.call('INCR', KEYS[2] .. ':seq')
-redis.call('PEXPIRE', KEYS[2] .. ':seq', window)
-redis.call('ZADD', KEYS[1], now, now .. ':' .. seq)
-redis.call('PEXPIRE', KEYS[1], window)
-redis.call('SET', KEYS[2], now, 'PX', window)
-return 0
+redis.call('ZADD', KEYS[1], slot, slot .. ':' .. seq)
+local ttl = slot - now + window
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2] .. ':seq', ttl)
+redis.call('SET', KEYS[2], slot, 'PX', ttl)
+redis.call('SET', KEYS[3], slot, 'PX', slot - now + 3600000)
+return slot - now
 `)
 
-// take claims a send slot for key at perMinute, or returns how long until the next one.
-func (p *pacer) take(ctx context.Context, key string, perMinute int) (time.Duration, error) {
+// reserve returns how long until the send's slot on key at perMinute (zero or less: now), reserving
+// one the first time the send asks.
+func (p *pacer) reserve(ctx context.Context, key, sendID string, perMinute int) (time.Duration, error) {
 	interval := time.Minute / time.Duration(perMinute)
 	window := max(time.Minute, time.Duration(openingBurst)*interval)
-	wait, err := paceScript.Run(ctx, p.rdb, []string{key + ":recent", key + ":last"},
+	wait, err := reserveScript.Run(ctx, p.rdb, []string{key + ":recent", key + ":last", "pace:slot:" + sendID},
 		interval.Milliseconds(), openingBurst, window.Milliseconds()).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("pacing: %w", err)
 	}
 	return time.Duration(wait) * time.Millisecond, nil
+}
+
+// release gives up a send's reservation (its campaign was paused), so that resuming reserves anew
+// instead of sending every held message at once on its old slot.
+func (p *pacer) release(ctx context.Context, sendID string) error {
+	return p.rdb.Del(ctx, "pace:slot:"+sendID).Err()
 }
