@@ -1,0 +1,106 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWorkerKilledMidCampaign: a live campaign paces 20 openings at 60/min while a worker is killed
+// with SIGKILL after a few have gone out. On PostgreSQL + Redis a second worker keeps going and asynq
+// recovers the killed worker's tasks; in standalone mode the whole process is killed and restarted,
+// and the sweep finds the queued sends in SQLite. Each contact ends with exactly one opening at the
+// receiver, under one webhook-id.
+func TestWorkerKilledMidCampaign(t *testing.T) {
+	var mu sync.Mutex
+	byContact := map[string][]string{} // toId -> webhook-ids received
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p struct{ ToID string }
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &p)
+		mu.Lock()
+		byContact[p.ToID] = append(byContact[p.ToID], r.Header.Get("webhook-id"))
+		mu.Unlock()
+	}))
+	defer sink.Close()
+	received := func() (contacts, deliveries int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ids := range byContact {
+			deliveries += len(ids)
+		}
+		return len(byContact), deliveries
+	}
+
+	port := freePort(t)
+	base := "http://127.0.0.1:" + port
+	common := []string{"PORT=" + port, "SWEEP_INTERVAL=2s", "WEBHOOK_ALLOW_PRIVATE=true"}
+	var environ []string
+	var key string
+	var api, victim *process
+	if env.Postgres() {
+		environ = baseEnv(append(common, "DATABASE_URL="+env.DatabaseURL, "REDIS_URL="+env.RedisURL, "REQUIRE_HTTPS=false")...)
+		key = admin(t, environ, "account", "create", "--email", "campaign-kill@example.com")["apiKey"].(string)
+		api = start(t, environ, "api")
+		start(t, environ, "worker")
+		victim = start(t, environ, "worker")
+	} else {
+		environ = baseEnv(append(common, "DATA_DIR="+t.TempDir())...)
+		api = start(t, environ, "api")
+		victim = api
+	}
+	waitReady(t, base, api)
+	if key == "" {
+		key = demoKey(t, api.output())
+	}
+	mustCall := func(method, path string, body any, want int) map[string]any {
+		t.Helper()
+		status, m := call(t, method, base+path, key, body)
+		if status != want {
+			t.Fatalf("%s %s: %d %v", method, path, status, m)
+		}
+		return m
+	}
+	mustCall("PUT", "/v1/settings/webhook", map[string]any{"url": sink.URL + "/hook"}, http.StatusOK)
+	listID := mustCall("POST", "/v1/lists", map[string]any{"name": "leads"}, http.StatusCreated)["id"].(string)
+	mustCall("POST", "/v1/campaigns", map[string]any{
+		"name": "kill test", "listId": listID, "channel": "custom:chat", "status": "live",
+		"openingMessage": "Hi {{firstName}}!", "sendRatePerMinute": 60,
+	}, http.StatusCreated)
+	const n = 20
+	var ids []any
+	for i := 0; i < n; i++ {
+		c := mustCall("POST", "/v1/contacts", map[string]any{"phone": fmt.Sprintf("+1415555%04d", 8100+i), "firstName": fmt.Sprint("L", i)}, http.StatusCreated)
+		ids = append(ids, c["id"])
+	}
+	mustCall("POST", "/v1/lists/"+listID+"/contacts", map[string]any{"contactIds": ids}, http.StatusCreated)
+
+	waitUntil(t, 30*time.Second, "a few openings before the kill", func() bool { c, _ := received(); return c >= 6 })
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.done
+	victim.done <- nil
+	if !env.Postgres() {
+		api = start(t, environ, "api")
+		waitReady(t, base, api)
+	}
+	waitUntil(t, 240*time.Second, "every contact's opening", func() bool { c, _ := received(); return c == n })
+	time.Sleep(3 * time.Second) // a duplicate, if one were coming, would be on its way by now
+	mu.Lock()
+	defer mu.Unlock()
+	for to, hooks := range byContact {
+		distinct := map[string]bool{}
+		for _, h := range hooks {
+			distinct[h] = true
+		}
+		if len(distinct) != 1 {
+			t.Fatalf("contact %s received %d different openings: %v", to, len(distinct), hooks)
+		}
+	}
+}
