@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
 
@@ -37,12 +38,14 @@ type Server struct {
 	redis redis.UniversalClient
 	queue *jobs.Queue
 	log   *slog.Logger
-	app   *fiber.App
+	// limiter counts requests per API key in Redis (GCRA), shared by every api process.
+	limiter *redis_rate.Limiter
+	app     *fiber.App
 }
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
-	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, queue: d.Queue, log: d.Logger}
+	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, queue: d.Queue, log: d.Logger, limiter: redis_rate.NewLimiter(d.Redis)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -91,46 +94,48 @@ func (s *Server) routes() {
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and
 	// a wrong method a 405 before any key is asked for (DESIGN.md section 8).
 	auth := s.authenticate(true)
+	// authed registers an endpoint behind the API key and its rate limit.
+	authed := func(method, path string, h fiber.Handler) { v1.Add(method, path, auth, s.rateLimit, h) }
 
-	v1.Post("/api_key", auth, s.rotateAPIKey)
+	authed(fiber.MethodPost, "/api_key", s.rotateAPIKey)
 
-	v1.Post("/contacts", auth, s.createContact)
-	v1.Get("/contacts", auth, s.findContact)
-	v1.Get("/contacts/:id", auth, s.getContact)
+	authed(fiber.MethodPost, "/contacts", s.createContact)
+	authed(fiber.MethodGet, "/contacts", s.findContact)
+	authed(fiber.MethodGet, "/contacts/:id", s.getContact)
 
-	v1.Post("/lists", auth, s.createList)
-	v1.Get("/lists", auth, s.listLists)
-	v1.Get("/lists/:id", auth, s.getList)
-	v1.Post("/lists/:id/contacts", auth, s.addToList)
-	v1.Get("/lists/:id/contacts", auth, s.listContacts)
-	v1.Post("/lists/:id/import", auth, s.importContacts)
+	authed(fiber.MethodPost, "/lists", s.createList)
+	authed(fiber.MethodGet, "/lists", s.listLists)
+	authed(fiber.MethodGet, "/lists/:id", s.getList)
+	authed(fiber.MethodPost, "/lists/:id/contacts", s.addToList)
+	authed(fiber.MethodGet, "/lists/:id/contacts", s.listContacts)
+	authed(fiber.MethodPost, "/lists/:id/import", s.importContacts)
 
-	v1.Post("/incoming_custom_channel_message", auth, s.incomingMessage)
+	authed(fiber.MethodPost, "/incoming_custom_channel_message", s.incomingMessage)
 	v1.All("/incoming_custom_channel_message", methodNotAllowed)
-	v1.Post("/send_custom_channel_message", auth, s.sendCustomMessage)
+	authed(fiber.MethodPost, "/send_custom_channel_message", s.sendCustomMessage)
 
-	v1.Get("/contacts/:id/messages", auth, s.contactMessages)
-	v1.Post("/contacts/:id/messages", auth, s.humanReply)
-	v1.Put("/contacts/:id/bot", auth, s.setContactBot)
-	v1.Get("/messages/:id", auth, s.getMessage)
-	v1.Get("/messages/:id/attempts", auth, s.messageAttempts)
-	v1.Post("/messages/:id/redeliver", auth, s.redeliverMessage)
-	v1.Get("/alerts", auth, s.listAlerts)
+	authed(fiber.MethodGet, "/contacts/:id/messages", s.contactMessages)
+	authed(fiber.MethodPost, "/contacts/:id/messages", s.humanReply)
+	authed(fiber.MethodPut, "/contacts/:id/bot", s.setContactBot)
+	authed(fiber.MethodGet, "/messages/:id", s.getMessage)
+	authed(fiber.MethodGet, "/messages/:id/attempts", s.messageAttempts)
+	authed(fiber.MethodPost, "/messages/:id/redeliver", s.redeliverMessage)
+	authed(fiber.MethodGet, "/alerts", s.listAlerts)
 
-	v1.Get("/settings/webhook", auth, s.getWebhook)
-	v1.Put("/settings/webhook", auth, s.putWebhook)
-	v1.Post("/settings/webhook/test", auth, s.testWebhook)
-	v1.Put("/settings/alert_webhook", auth, s.putAlertWebhook)
-	v1.Put("/settings/channels/sms", auth, s.putSMSSettings)
-	v1.Put("/settings/channels/whatsapp", auth, s.putWhatsAppSettings)
+	authed(fiber.MethodGet, "/settings/webhook", s.getWebhook)
+	authed(fiber.MethodPut, "/settings/webhook", s.putWebhook)
+	authed(fiber.MethodPost, "/settings/webhook/test", s.testWebhook)
+	authed(fiber.MethodPut, "/settings/alert_webhook", s.putAlertWebhook)
+	authed(fiber.MethodPut, "/settings/channels/sms", s.putSMSSettings)
+	authed(fiber.MethodPut, "/settings/channels/whatsapp", s.putWhatsAppSettings)
 
 	// Provider webhooks authenticate with the provider's signature instead of an API key.
 	v1.Post("/channels/sms/inbound", s.smsInbound)
 	v1.Get("/channels/whatsapp/inbound", s.whatsAppVerify)
 	v1.Post("/channels/whatsapp/inbound", s.whatsAppInbound)
 
-	v1.Post("/campaigns", auth, s.createCampaign)
-	v1.Get("/campaigns", auth, s.listCampaigns)
-	v1.Get("/campaigns/:id", auth, s.getCampaign)
-	v1.Patch("/campaigns/:id", auth, s.patchCampaign)
+	authed(fiber.MethodPost, "/campaigns", s.createCampaign)
+	authed(fiber.MethodGet, "/campaigns", s.listCampaigns)
+	authed(fiber.MethodGet, "/campaigns/:id", s.getCampaign)
+	authed(fiber.MethodPatch, "/campaigns/:id", s.patchCampaign)
 }

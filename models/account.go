@@ -35,6 +35,12 @@ type Account struct {
 	WebhookSecret   *string `bun:"webhook_secret"`
 	AlertWebhookURL *string `bun:"alert_webhook_url"`
 
+	// RateLimitPerMinute overrides RATE_LIMIT_PER_MINUTE for the account's keys; nil keeps the default.
+	RateLimitPerMinute *int `bun:"rate_limit_per_minute"`
+
+	// KeyID is the id of the API key the request authenticated with (filled by Authenticate only).
+	KeyID string `bun:"key_id,scanonly"`
+
 	// The bot's configuration when no campaign applies.
 	BotInstructions string `bun:"bot_instructions"`
 	BotGoal         string `bun:"bot_goal"`
@@ -94,6 +100,7 @@ type NewAccount struct {
 	Agency      bool
 	ParentEmail string // the agency this account is a sub-account of; empty for none
 	Credits     float64
+	RateLimit   int // requests per minute per key; 0 keeps the default
 }
 
 // CreatedAccount is the result of CreateAccount; APIKey is the only time the raw key exists.
@@ -118,6 +125,9 @@ func (s *Store) CreateAccount(ctx context.Context, in NewAccount) (*CreatedAccou
 	if err != nil {
 		return nil, err
 	}
+	if in.RateLimit < 0 || in.RateLimit > MaxRateLimit {
+		return nil, Errorf(CodeValidation, "rate limit must be from 1 to %d requests per minute", MaxRateLimit)
+	}
 	if in.Agency && in.ParentEmail != "" {
 		return nil, Errorf(CodeValidation, "an agency cannot be a sub-account of another agency")
 	}
@@ -131,6 +141,9 @@ func (s *Store) CreateAccount(ctx context.Context, in NewAccount) (*CreatedAccou
 		OwnerUserID: newID(prefixUser),
 		CreditMilli: credits,
 		CreatedAt:   created,
+	}
+	if in.RateLimit > 0 {
+		acc.RateLimitPerMinute = &in.RateLimit
 	}
 	user := &User{ID: acc.OwnerUserID, AccountID: acc.ID, Email: email, CreatedAt: created}
 	rawKey, key := newAPIKey(acc.ID)
@@ -225,6 +238,7 @@ func (s *Store) Authenticate(ctx context.Context, rawKey string) (*Account, erro
 	}
 	acc := new(Account)
 	err := s.db.NewSelect().Model(acc).
+		ColumnExpr("account.*, k.id AS key_id").
 		Join("JOIN api_keys AS k ON k.account_id = account.id").
 		Where("k.key_hash = ? AND k.revoked_at IS NULL", hashKey(rawKey)).
 		Scan(ctx)
@@ -233,6 +247,29 @@ func (s *Store) Authenticate(ctx context.Context, rawKey string) (*Account, erro
 	}
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	return acc, nil
+}
+
+// MaxRateLimit bounds a per-account rate limit.
+const MaxRateLimit = 1_000_000
+
+// SetRateLimit sets the account's requests per minute per key; 0 returns it to the default.
+// Errors: NOT_FOUND, VALIDATION_ERROR.
+func (s *Store) SetRateLimit(ctx context.Context, email string, perMinute int) (*Account, error) {
+	if perMinute < 0 || perMinute > MaxRateLimit {
+		return nil, Errorf(CodeValidation, "rate limit must be from 1 to %d requests per minute (0: the default)", MaxRateLimit)
+	}
+	acc, err := s.AccountByEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	acc.RateLimitPerMinute = nil
+	if perMinute > 0 {
+		acc.RateLimitPerMinute = &perMinute
+	}
+	if _, err := s.db.NewUpdate().Model(acc).Column("rate_limit_per_minute").WherePK().Exec(ctx); err != nil {
+		return nil, fmt.Errorf("set rate limit: %w", err)
 	}
 	return acc, nil
 }

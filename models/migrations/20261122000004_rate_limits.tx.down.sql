@@ -1,0 +1,1 @@
+ALTER TABLE accounts DROP COLUMN rate_limit_per_minute;
