@@ -19,7 +19,7 @@ func runPacedCampaign(t testing.TB, n, perMinute, workers int) []time.Time {
 	campaignID, listID := liveCampaign(t, srv, key, map[string]any{"sendRatePerMinute": perMinute})
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = namedContact(t, srv, key, fmt.Sprintf("+1415556%04d", i+time.Now().Nanosecond()%5000), fmt.Sprint("Lead", i))
+		ids[i] = namedContact(t, srv, key, fmt.Sprintf("+1415556%04d", i), fmt.Sprint("Lead", i))
 	}
 	expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactIds": ids}), http.StatusCreated, "")
 	expected := time.Duration(n-3) * time.Minute / time.Duration(perMinute)

@@ -51,3 +51,28 @@ func TestListImport(t *testing.T) {
 	runFails(t, "no such file", "list", "import", "--account-email", email, "--list", listID, "--csv", csv+".missing")
 	runFails(t, "required", "list", "import", "--list", listID)
 }
+
+func TestRateLimitCommands(t *testing.T) {
+	store := useBackend(t)
+	email := uniqueEmail("limited")
+	createAccount(t, "--email", email, "--rate-limit", "30")
+	if acc := accountByEmail(t, store, email); acc.RateLimitPerMinute == nil || *acc.RateLimitPerMinute != 30 {
+		t.Fatalf("rate limit after create: %v", acc.RateLimitPerMinute)
+	}
+	var got struct {
+		AccountID          string `json:"accountId"`
+		Email              string `json:"email"`
+		RateLimitPerMinute *int   `json:"rateLimitPerMinute"`
+	}
+	decodeOne(t, mustRun(t, "account", "set-rate-limit", "--email", email, "--limit", "90"), &got)
+	if got.RateLimitPerMinute == nil || *got.RateLimitPerMinute != 90 || *accountByEmail(t, store, email).RateLimitPerMinute != 90 {
+		t.Fatalf("set-rate-limit printed %+v", got)
+	}
+	decodeOne(t, mustRun(t, "account", "set-rate-limit", "--email", email, "--limit", "0"), &got)
+	if got.RateLimitPerMinute != nil || accountByEmail(t, store, email).RateLimitPerMinute != nil {
+		t.Fatalf("limit 0 should return to the default: %+v", got)
+	}
+	runFails(t, "required", "account", "set-rate-limit", "--email", email)
+	runFails(t, "account", "account", "set-rate-limit", "--email", uniqueEmail("nobody"), "--limit", "5")
+	runFails(t, "rate limit", "account", "create", "--email", uniqueEmail("neg"), "--rate-limit", "-3")
+}

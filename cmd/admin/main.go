@@ -21,7 +21,8 @@ import (
 
 const usage = `usage:
   admin migrate
-  admin account create --email E [--name N] [--agency] [--parent AGENCY_EMAIL] [--credits N]
+  admin account create --email E [--name N] [--agency] [--parent AGENCY_EMAIL] [--credits N] [--rate-limit N]
+  admin account set-rate-limit --email E --limit N   (0: back to RATE_LIMIT_PER_MINUTE)
   admin key rotate --email E
   admin list import --account-email E --list LIST_ID --csv FILE`
 
@@ -42,6 +43,8 @@ func run(args []string, out io.Writer) error {
 		command = migrate
 	case len(args) >= 2 && args[0] == "account" && args[1] == "create":
 		command, rest = accountCreate, args[2:]
+	case len(args) >= 2 && args[0] == "account" && args[1] == "set-rate-limit":
+		command, rest = setRateLimit, args[2:]
 	case len(args) >= 2 && args[0] == "key" && args[1] == "rotate":
 		command, rest = keyRotate, args[2:]
 	case len(args) >= 2 && args[0] == "list" && args[1] == "import":
@@ -79,6 +82,7 @@ func accountCreate(ctx context.Context, store *models.Store, args []string, out 
 	agency := fs.Bool("agency", false, "the account is an agency that owns sub-accounts")
 	parent := fs.String("parent", "", "email of the agency this account is a sub-account of")
 	credits := fs.Float64("credits", 0, "initial credit balance")
+	rateLimit := fs.Int("rate-limit", 0, "requests per minute per API key (default RATE_LIMIT_PER_MINUTE)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w\n%s", err, usage)
 	}
@@ -86,7 +90,7 @@ func accountCreate(ctx context.Context, store *models.Store, args []string, out 
 		return errors.New("--email is required\n" + usage)
 	}
 	created, err := store.CreateAccount(ctx, models.NewAccount{
-		Email: *email, Name: *name, Agency: *agency, ParentEmail: *parent, Credits: *credits,
+		Email: *email, Name: *name, Agency: *agency, ParentEmail: *parent, Credits: *credits, RateLimit: *rateLimit,
 	})
 	if err != nil {
 		return cliError(err)
@@ -97,6 +101,28 @@ func accountCreate(ctx context.Context, store *models.Store, args []string, out 
 		"email":     created.Account.Email,
 		"apiKey":    created.APIKey,
 	})
+}
+
+func setRateLimit(ctx context.Context, store *models.Store, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("account set-rate-limit", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	email := fs.String("email", "", "the account's email")
+	limit := fs.Int("limit", -1, "requests per minute per API key; 0 returns to the default")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w\n%s", err, usage)
+	}
+	if *email == "" || *limit < 0 {
+		return errors.New("--email and --limit are required\n" + usage)
+	}
+	acc, err := store.SetRateLimit(ctx, *email, *limit)
+	if err != nil {
+		return cliError(err)
+	}
+	var perMinute any // null: the default
+	if acc.RateLimitPerMinute != nil {
+		perMinute = *acc.RateLimitPerMinute
+	}
+	return printJSON(out, map[string]any{"accountId": acc.ID, "email": acc.Email, "rateLimitPerMinute": perMinute})
 }
 
 func keyRotate(ctx context.Context, store *models.Store, args []string, out io.Writer) error {
