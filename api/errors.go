@@ -22,27 +22,26 @@ const (
 	codeHTTPSRequired    = "HTTPS_REQUIRED"
 	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	codeRateLimited      = "RATE_LIMITED"
-	codeIdempotencyReuse = "IDEMPOTENCY_KEY_REUSED"
 )
 
 // incomingPath answers every error in the string form {"error":"..."} (SPEC.md section 7).
 const incomingPath = "/v1/incoming_custom_channel_message"
 
 var statusByCode = map[string]int{
-	models.CodeValidation:   fiber.StatusBadRequest,
-	models.CodeInvalidJSON:  fiber.StatusBadRequest,
-	models.CodeInvalidPhone: fiber.StatusBadRequest,
-	models.CodeUnauthorized: fiber.StatusUnauthorized,
-	models.CodeForbidden:    fiber.StatusForbidden,
-	codeHTTPSRequired:       fiber.StatusForbidden,
-	models.CodeNotFound:     fiber.StatusNotFound,
-	codeMethodNotAllowed:    fiber.StatusMethodNotAllowed,
-	models.CodeConflict:     fiber.StatusConflict,
-	models.CodeTooLarge:     fiber.StatusRequestEntityTooLarge,
-	codeIdempotencyReuse:    fiber.StatusUnprocessableEntity,
-	codeRateLimited:         fiber.StatusTooManyRequests,
-	models.CodeUnavailable:  fiber.StatusServiceUnavailable,
-	models.CodeInternal:     fiber.StatusInternalServerError,
+	models.CodeValidation:        fiber.StatusBadRequest,
+	models.CodeInvalidJSON:       fiber.StatusBadRequest,
+	models.CodeInvalidPhone:      fiber.StatusBadRequest,
+	models.CodeUnauthorized:      fiber.StatusUnauthorized,
+	models.CodeForbidden:         fiber.StatusForbidden,
+	codeHTTPSRequired:            fiber.StatusForbidden,
+	models.CodeNotFound:          fiber.StatusNotFound,
+	codeMethodNotAllowed:         fiber.StatusMethodNotAllowed,
+	models.CodeConflict:          fiber.StatusConflict,
+	models.CodeTooLarge:          fiber.StatusRequestEntityTooLarge,
+	models.CodeIdempotencyReused: fiber.StatusUnprocessableEntity,
+	codeRateLimited:              fiber.StatusTooManyRequests,
+	models.CodeUnavailable:       fiber.StatusServiceUnavailable,
+	models.CodeInternal:          fiber.StatusInternalServerError,
 }
 
 // handleError is the one place where errors become status codes and bodies. Domain errors keep their

@@ -134,6 +134,12 @@ func (s *Server) routes() {
 	v1.Get("/channels/whatsapp/inbound", s.whatsAppVerify)
 	v1.Post("/channels/whatsapp/inbound", s.whatsAppInbound)
 
+	authed(fiber.MethodGet, "/credits", s.getCredits)
+	authed(fiber.MethodGet, "/credits/transactions", s.creditTransactions)
+	authed(fiber.MethodGet, "/subaccounts", s.listSubAccounts)
+	// Credit grants take the key in a header only (SPEC.md 5.3): the query form is refused with 401.
+	v1.Post("/subaccounts/credits", s.authenticate(false), s.rateLimit, s.grantCredits)
+
 	authed(fiber.MethodPost, "/campaigns", s.createCampaign)
 	authed(fiber.MethodGet, "/campaigns", s.listCampaigns)
 	authed(fiber.MethodGet, "/campaigns/:id", s.getCampaign)

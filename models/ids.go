@@ -21,6 +21,7 @@ const (
 	prefixAlert    = "alr_"
 	prefixCampaign = "cmp_"
 	prefixSend     = "snd_"
+	prefixCredit   = "crt_"
 )
 
 // maxIDLength bounds the ids we look up: anything longer cannot be ours and is answered as not found

@@ -1,0 +1,3 @@
+DROP TABLE idempotency_keys;
+--bun:split
+DROP TABLE credit_transactions;
