@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/uptrace/bun"
 
+	"funnelchat/jobs"
 	"funnelchat/models"
 )
 
@@ -190,4 +191,31 @@ func (s *Server) listSubAccounts(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(pageBody(subs, next))
+}
+
+// putAutoRecharge: PUT /v1/subaccounts/{id}/auto_recharge {"threshold","amount","webhookUrl"} -> 200
+// the settings. When the sub-account's balance falls below threshold, webhookUrl receives
+// {idempotency_key, sub_account_id, email, balance, threshold, amount} once per low-balance event.
+func (s *Server) putAutoRecharge(c *fiber.Ctx) error {
+	var req struct {
+		Threshold  *float64 `json:"threshold"`
+		Amount     *float64 `json:"amount"`
+		WebhookURL *string  `json:"webhookUrl"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Threshold == nil || req.Amount == nil || req.WebhookURL == nil {
+		return models.Errorf(models.CodeValidation, "threshold, amount and webhookUrl are required")
+	}
+	url := strings.TrimSpace(*req.WebhookURL)
+	if err := jobs.ValidateWebhookURL(c.UserContext(), url, s.cfg.WebhookAllowPrivate); err != nil {
+		return err
+	}
+	settings, err := s.store.SetAutoRecharge(c.UserContext(), accountOf(c), c.Params("id"),
+		models.AutoRecharge{Threshold: *req.Threshold, Amount: *req.Amount, WebhookURL: url})
+	if err != nil {
+		return err
+	}
+	return c.JSON(settings)
 }

@@ -137,6 +137,7 @@ func (s *Server) routes() {
 	authed(fiber.MethodGet, "/credits", s.getCredits)
 	authed(fiber.MethodGet, "/credits/transactions", s.creditTransactions)
 	authed(fiber.MethodGet, "/subaccounts", s.listSubAccounts)
+	authed(fiber.MethodPut, "/subaccounts/:id/auto_recharge", s.putAutoRecharge)
 	// Credit grants take the key in a header only (SPEC.md 5.3): the query form is refused with 401.
 	v1.Post("/subaccounts/credits", s.authenticate(false), s.rateLimit, s.grantCredits)
 

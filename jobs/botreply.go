@@ -39,6 +39,13 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if contact.BotPaused {
 		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
 	}
+	payer, err := h.Store.AccountByID(ctx, in.AccountID)
+	if err != nil {
+		return err
+	}
+	if !h.Store.CanPayBotReply(ctx, payer, h.botReplyCost()) {
+		return h.outOfCredits(ctx, in)
+	}
 	campaign, err := h.conversationCampaign(ctx, in, contact)
 	if err != nil {
 		return err
@@ -75,9 +82,17 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if campaign != nil {
 		campaignID = &campaign.ID
 	}
-	reply, err := h.Store.CreateBotReply(ctx, in, campaignID, resp.Text)
+	reply, event, err := h.Store.CreateBotReply(ctx, in, campaignID, resp.Text, payer, h.botReplyCost())
+	if errors.Is(err, models.ErrNoCredits) {
+		return h.outOfCredits(ctx, in)
+	}
 	if err != nil {
 		return err
+	}
+	if event != nil {
+		if err := h.Queue.Recharge(ctx, *event); err != nil {
+			return err
+		}
 	}
 	return h.Queue.Deliver(ctx, reply.ID, reply.DeliveryRound)
 }
@@ -140,6 +155,16 @@ func (h *Handler) sendAlert(ctx context.Context, alert *models.Alert) error {
 		return nil
 	}
 	return h.Queue.Alert(ctx, alert.ID)
+}
+
+// outOfCredits stops the bot for a message its sub-account cannot pay for: the message stays stored,
+// and the team is alerted instead of the contact being ignored silently.
+func (h *Handler) outOfCredits(ctx context.Context, in *models.Message) error {
+	alert, err := h.Store.BotFailed(ctx, in, "out of credits: the bot did not answer; grant credits to resume")
+	if err != nil {
+		return err
+	}
+	return h.sendAlert(ctx, alert)
 }
 
 var errNoWebhook = errors.New("no webhook URL configured: set one with PUT /v1/settings/webhook, then redeliver")

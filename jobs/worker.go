@@ -77,6 +77,7 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 	mux.HandleFunc(TypeMediaCheck, h.handleMediaCheck)
 	mux.HandleFunc(TypeCampaignOpening, h.handleOpening)
 	mux.HandleFunc(TypeCampaignFollowUp, h.handleFollowUp)
+	mux.HandleFunc(TypeAutoRecharge, h.handleRecharge)
 }
 
 // Worker is an asynq server on the service's queues, with the scheduler that enqueues the sweep.

@@ -38,6 +38,13 @@ type Account struct {
 	// RateLimitPerMinute overrides RATE_LIMIT_PER_MINUTE for the account's keys; nil keeps the default.
 	RateLimitPerMinute *int `bun:"rate_limit_per_minute"`
 
+	// Auto-recharge of a sub-account (see AutoRecharge).
+	RechargeThresholdMilli *int64  `bun:"auto_recharge_threshold_milli"`
+	RechargeAmountMilli    *int64  `bun:"auto_recharge_amount_milli"`
+	RechargeWebhookURL     *string `bun:"auto_recharge_webhook_url"`
+	RechargeArmed          bool    `bun:"auto_recharge_armed"`
+	RechargeEvent          int     `bun:"auto_recharge_event"`
+
 	// KeyID is the id of the API key the request authenticated with (filled by Authenticate only).
 	KeyID string `bun:"key_id,scanonly"`
 
@@ -133,14 +140,15 @@ func (s *Store) CreateAccount(ctx context.Context, in NewAccount) (*CreatedAccou
 	}
 	created := now()
 	acc := &Account{
-		BotLanguage: "en",
-		ID:          newID(prefixAccount),
-		Name:        in.Name,
-		Email:       email,
-		IsAgency:    in.Agency,
-		OwnerUserID: newID(prefixUser),
-		CreditMilli: credits,
-		CreatedAt:   created,
+		BotLanguage:   "en",
+		RechargeArmed: true,
+		ID:            newID(prefixAccount),
+		Name:          in.Name,
+		Email:         email,
+		IsAgency:      in.Agency,
+		OwnerUserID:   newID(prefixUser),
+		CreditMilli:   credits,
+		CreatedAt:     created,
 	}
 	if in.RateLimit > 0 {
 		acc.RateLimitPerMinute = &in.RateLimit

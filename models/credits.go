@@ -102,6 +102,9 @@ func (s *Store) GrantCredits(ctx context.Context, agency *Account, in GrantInput
 		if _, err := tx.NewInsert().Model(t).Exec(ctx); err != nil {
 			return err
 		}
+		if err := rearmRecharge(ctx, tx, ids[0]); err != nil {
+			return err
+		}
 		grant = &Grant{SubAccountID: ids[0], CreditsAdded: float64(milli) / creditScale, NewBalance: float64(balance) / creditScale}
 		if done != nil {
 			return done(ctx, tx, grant)

@@ -183,9 +183,11 @@ func setBotPaused(ctx context.Context, db bun.IDB, contactID string, paused bool
 }
 
 // CreateBotReply stores the bot's answer to an incoming message as a pending outgoing message and marks
-// the incoming message answered. It is idempotent: a second call for the same incoming message returns
-// the reply stored by the first.
-func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignID *string, text string) (*Message, error) {
+// the incoming message answered; a sub-account pays costMilli for it in the same transaction
+// (ErrNoCredits when it cannot), and the low-balance event it may cause is returned. It is
+// idempotent: a second call for the same incoming message returns the reply stored by the first.
+func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignID *string, text string, payer *Account, costMilli int64) (*Message, *RechargeEvent, error) {
+	var event *RechargeEvent
 	m := &Message{
 		ID: newID(prefixMessage), AccountID: incoming.AccountID, ContactID: incoming.ContactID, CampaignID: campaignID,
 		Direction: DirectionOutgoing, Channel: incoming.Channel, Transport: incoming.Transport, MessageType: MessageTypeText, Body: text,
@@ -197,16 +199,19 @@ func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignI
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			if err := tx.NewSelect().Model(m).Where("reply_to_id = ?", incoming.ID).Scan(ctx); err != nil {
+			return tx.NewSelect().Model(m).Where("reply_to_id = ?", incoming.ID).Scan(ctx)
+		}
+		if payer != nil && payer.ParentID != nil && costMilli > 0 {
+			if event, err = chargeBotReply(ctx, tx, payer.ID, incoming.ID, costMilli); err != nil {
 				return err
 			}
 		}
 		return setBotStatus(ctx, tx, incoming.ID, BotDone)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create bot reply: %w", err)
+		return nil, nil, fmt.Errorf("create bot reply: %w", err)
 	}
-	return m, nil
+	return m, event, nil
 }
 
 // SetBotStatus records what became of an incoming message's bot reply.

@@ -34,3 +34,26 @@ CREATE TABLE idempotency_keys (
     created_at      TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (account_id, key)
 );
+
+--bun:split
+
+-- Auto-recharge of a sub-account: when its balance falls below the threshold, the agency's webhook is
+-- called once; a grant that lifts the balance to the threshold or above arms it again.
+ALTER TABLE accounts ADD COLUMN auto_recharge_threshold_milli BIGINT;
+
+--bun:split
+
+ALTER TABLE accounts ADD COLUMN auto_recharge_amount_milli BIGINT;
+
+--bun:split
+
+ALTER TABLE accounts ADD COLUMN auto_recharge_webhook_url TEXT;
+
+--bun:split
+
+ALTER TABLE accounts ADD COLUMN auto_recharge_armed BOOLEAN NOT NULL DEFAULT TRUE;
+
+--bun:split
+
+-- Numbers the low-balance events, so each has its own idempotency key.
+ALTER TABLE accounts ADD COLUMN auto_recharge_event INTEGER NOT NULL DEFAULT 0;
