@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -54,10 +53,5 @@ func (h *Handler) handleAlert(ctx context.Context, t *asynq.Task) error {
 	if err := h.Store.SetAlertWebhookResult(ctx, alert.ID, models.AlertWebhookFailed, res.Error); err != nil {
 		return err
 	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	if !res.Retryable || retried >= maxRetry {
-		return fmt.Errorf("alert %s: %s: %w", alert.ID, res.Error, asynq.SkipRetry)
-	}
-	return &retryAt{err: errors.New(res.Error), at: nextAttempt(h.Config.WebhookRetrySchedule, retried, t.Payload(), res.RetryAfter)}
+	return h.retryFailedWebhook(ctx, t, "alert "+alert.ID, res)
 }

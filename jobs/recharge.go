@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 
@@ -66,12 +65,7 @@ func (h *Handler) handleRecharge(ctx context.Context, t *asynq.Task) error {
 	if res.OK() {
 		return nil
 	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	if !res.Retryable || retried >= maxRetry {
-		return fmt.Errorf("recharge %s: %s: %w", event.IdempotencyKey(), res.Error, asynq.SkipRetry)
-	}
-	return &retryAt{err: errors.New(res.Error), at: nextAttempt(h.Config.WebhookRetrySchedule, retried, t.Payload(), res.RetryAfter)}
+	return h.retryFailedWebhook(ctx, t, "recharge "+event.IdempotencyKey(), res)
 }
 
 // botReplyCost is BOT_REPLY_CREDITS in stored thousandths.

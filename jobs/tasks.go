@@ -152,3 +152,15 @@ func scheduledDelay(schedule []time.Duration, n int, payload []byte) time.Durati
 	fmt.Fprint(h, n)
 	return base + time.Duration(h.Sum64()%1000)*base/10000
 }
+
+// retryFailedWebhook tells asynq what to do after a failed webhook attempt (alerts, auto-recharge):
+// retry at the scheduled time (a longer Retry-After honoured) while retries are left and the failure
+// may pass, else give up.
+func (h *Handler) retryFailedWebhook(ctx context.Context, t *asynq.Task, what string, res DeliveryResult) error {
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	if !res.Retryable || retried >= maxRetry {
+		return fmt.Errorf("%s: %s: %w", what, res.Error, asynq.SkipRetry)
+	}
+	return &retryAt{err: errors.New(res.Error), at: nextAttempt(h.Config.WebhookRetrySchedule, retried, t.Payload(), res.RetryAfter)}
+}
