@@ -42,7 +42,7 @@ func startServer(t testing.TB, overrides ...string) *server {
 	}
 	queue := jobs.NewQueue(env.Asynq, cfg)
 	t.Cleanup(func() { _ = queue.Close() })
-	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Logger: testLogger()})
+	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Logger: testLogger(), AsynqRedis: env.Asynq})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

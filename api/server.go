@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/gofiber/fiber/v2"
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
 	"github.com/redis/go-redis/v9"
 
 	"funnelchat/config"
@@ -29,6 +31,8 @@ type Deps struct {
 	Redis  redis.UniversalClient
 	Queue  *jobs.Queue
 	Logger *slog.Logger
+	// AsynqRedis is where the queues live, for the asynqmon dashboard at /monitoring/.
+	AsynqRedis asynq.RedisConnOpt
 }
 
 // Server is the api process's HTTP server.
@@ -40,12 +44,15 @@ type Server struct {
 	log   *slog.Logger
 	// limiter counts requests per API key in Redis (GCRA), shared by every api process.
 	limiter *redis_rate.Limiter
-	app     *fiber.App
+
+	asynqRedis asynq.RedisConnOpt
+	monitor    *asynqmon.HTTPHandler
+	app        *fiber.App
 }
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
-	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, queue: d.Queue, log: d.Logger, limiter: redis_rate.NewLimiter(d.Redis)}
+	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, queue: d.Queue, log: d.Logger, limiter: redis_rate.NewLimiter(d.Redis), asynqRedis: d.AsynqRedis}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -81,7 +88,11 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting connections and waits for in-flight requests until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	return s.app.ShutdownWithContext(ctx)
+	err := s.app.ShutdownWithContext(ctx)
+	if s.monitor != nil {
+		_ = s.monitor.Close()
+	}
+	return err
 }
 
 func (s *Server) routes() {
@@ -89,6 +100,7 @@ func (s *Server) routes() {
 
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
+	s.mountMonitoring()
 
 	v1 := s.app.Group("/v1", s.requireHTTPS)
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and

@@ -28,6 +28,9 @@ func (h *Handler) handleAlert(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("alert: bad payload: %v: %w", err, asynq.SkipRetry)
 	}
 	alert, err := h.Store.AlertByID(ctx, p.AlertID)
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return fmt.Errorf("alert %s: %w", p.AlertID, asynq.SkipRetry)
+	}
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,9 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("opening: bad payload: %v: %w", err, asynq.SkipRetry)
 	}
 	send, err := h.Store.CampaignSend(ctx, p.SendID)
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return fmt.Errorf("campaign send %s: %w", p.SendID, asynq.SkipRetry)
+	}
 	if err != nil {
 		return err
 	}
@@ -164,6 +167,9 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("follow-up: bad payload: %v: %w", err, asynq.SkipRetry)
 	}
 	send, err := h.Store.CampaignSend(ctx, p.SendID)
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return fmt.Errorf("campaign send %s: %w", p.SendID, asynq.SkipRetry)
+	}
 	if err != nil {
 		return err
 	}

@@ -89,6 +89,9 @@ func raiseAlert(ctx context.Context, tx bun.Tx, accountID, contactID string, mes
 func (s *Store) AlertByID(ctx context.Context, id string) (*Alert, error) {
 	a := new(Alert)
 	if err := s.db.NewSelect().Model(a).Where("id = ?", id).Scan(ctx); err != nil {
+		if isNoRows(err) {
+			return nil, notFound("alert")
+		}
 		return nil, fmt.Errorf("alert by id: %w", err)
 	}
 	return a, nil

@@ -58,7 +58,7 @@ func run(cfg *config.Config, log *slog.Logger) error {
 		}
 	}
 
-	srv := api.New(api.Deps{Config: cfg, Store: store, Redis: rdb.Client, Queue: queue, Logger: log})
+	srv := api.New(api.Deps{Config: cfg, Store: store, Redis: rdb.Client, Queue: queue, Logger: log, AsynqRedis: rdb.Asynq})
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", cfg.Port))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
