@@ -78,6 +78,7 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 			s.log.Error("writing error response", "error", herr.Error())
 		}
 	}
+	observeRequest(c, time.Since(start))
 	attrs := []any{
 		"method", c.Method(), "path", c.Path(), "status", c.Response().StatusCode(),
 		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "request_id", requestIDOf(c),

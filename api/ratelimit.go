@@ -42,6 +42,7 @@ func (s *Server) rateLimit(c *fiber.Ctx) error {
 	c.Set("RateLimit-Policy", `"per-key";q=`+strconv.Itoa(limit)+";w=60")
 	c.Set("RateLimit", `"per-key";r=`+remaining+";t="+strconv.Itoa(reset))
 	if res.Allowed == 0 {
+		rateLimitRejections.Inc()
 		retry := max(int(math.Ceil(res.RetryAfter.Seconds())), 1)
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retry))
 		return models.Errorf(codeRateLimited, "rate limit of %d requests per minute exceeded: retry after %d seconds", limit, retry)

@@ -100,6 +100,7 @@ func (s *Server) routes() {
 
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
+	s.app.Get("/metrics", s.metricsHandler())
 	s.mountMonitoring()
 
 	v1 := s.app.Group("/v1", s.requireHTTPS)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -55,7 +56,9 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 
+	started := time.Now()
 	resp, err := h.Bot.Reply(ctx, req)
+	botLatency.Observe(time.Since(started).Seconds())
 	if err != nil {
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)

@@ -122,6 +122,7 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	if err != nil || m == nil {
 		return err
 	}
+	campaignSends.Inc()
 	h.Log.Info("campaign opening written", "campaign_id", campaign.ID, "message_id", m.ID, "account_id", campaign.AccountID)
 	if err := h.Queue.Deliver(ctx, m.ID, m.DeliveryRound); err != nil {
 		return err

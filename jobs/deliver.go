@@ -49,16 +49,18 @@ func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("deliver %s: unknown transport %q: %w", m.ID, m.Transport, asynq.SkipRetry)
 	}
 	res := transport.Deliver(ctx, m, acc)
+	deliveryLatency.WithLabelValues(m.Transport).Observe(res.Duration.Seconds())
 	h.Log.Info("delivery", "message_id", m.ID, "account_id", m.AccountID, "transport", m.Transport,
 		"status_code", res.StatusCode, "ok", res.OK(), "duration_ms", res.Duration.Milliseconds())
-	return h.recordDelivery(ctx, t, m.ID, res)
+	return h.recordDelivery(ctx, t, m.ID, m.Transport, res)
 }
 
 // recordDelivery stores the attempt's outcome and tells asynq whether to retry.
-func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID string, res DeliveryResult) error {
+func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID, transport string, res DeliveryResult) error {
 	out := models.AttemptOutcome{StatusCode: res.StatusCode, Error: res.Error, Duration: res.Duration}
 	if res.OK() {
 		out.Error = ""
+		deliveries.WithLabelValues(transport, "sent").Inc()
 		return h.Store.RecordAttempt(ctx, messageID, out)
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
@@ -73,7 +75,9 @@ func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID s
 		return err
 	}
 	if final {
+		deliveries.WithLabelValues(transport, "failed").Inc()
 		return fmt.Errorf("deliver %s: %s: %w", messageID, res.Error, asynq.SkipRetry)
 	}
+	deliveries.WithLabelValues(transport, "retry").Inc()
 	return &retryAt{err: errors.New(res.Error), at: next}
 }
