@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -23,16 +22,13 @@ type alertPayload struct {
 // handleAlert posts an alert to the account's alert webhook, signed with the account's secret, with
 // the same retry rules as replies.
 func (h *Handler) handleAlert(ctx context.Context, t *asynq.Task) error {
-	var p AlertPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		return fmt.Errorf("alert: bad payload: %v: %w", err, asynq.SkipRetry)
-	}
-	alert, err := h.Store.AlertByID(ctx, p.AlertID)
-	if models.ErrorCode(err) == models.CodeNotFound {
-		return fmt.Errorf("alert %s: %w", p.AlertID, asynq.SkipRetry)
-	}
+	p, err := payloadOf[AlertPayload](t)
 	if err != nil {
 		return err
+	}
+	alert, err := h.Store.AlertByID(ctx, p.AlertID)
+	if err != nil {
+		return gone(err)
 	}
 	if alert.WebhookStatus != models.AlertWebhookPending && alert.WebhookStatus != models.AlertWebhookFailed {
 		return nil

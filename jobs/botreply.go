@@ -2,9 +2,7 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -19,16 +17,13 @@ const conversationWindow = 20
 // often it runs (the reply is keyed by the incoming message), skips contacts whose bot is paused,
 // hands off to a human when the bot asks for one, and raises an alert when the bot keeps failing.
 func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
-	var p BotReplyPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		return fmt.Errorf("bot reply: bad payload: %v: %w", err, asynq.SkipRetry)
-	}
-	in, err := h.Store.Message(ctx, p.MessageID)
-	if models.ErrorCode(err) == models.CodeNotFound {
-		return fmt.Errorf("bot reply: message %s: %w", p.MessageID, asynq.SkipRetry)
-	}
+	p, err := payloadOf[BotReplyPayload](t)
 	if err != nil {
 		return err
+	}
+	in, err := h.Store.Message(ctx, p.MessageID)
+	if err != nil {
+		return gone(err)
 	}
 	if in.BotStatus == nil || *in.BotStatus != models.BotPending {
 		return nil // answered, skipped or handed off already

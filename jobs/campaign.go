@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -68,16 +67,13 @@ func isFailure(err error) bool {
 
 // handleOpening writes and sends a campaign's opening message to one contact, at the campaign's pace.
 func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
-	var p OpeningPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		return fmt.Errorf("opening: bad payload: %v: %w", err, asynq.SkipRetry)
-	}
-	send, err := h.Store.CampaignSend(ctx, p.SendID)
-	if models.ErrorCode(err) == models.CodeNotFound {
-		return fmt.Errorf("campaign send %s: %w", p.SendID, asynq.SkipRetry)
-	}
+	p, err := payloadOf[OpeningPayload](t)
 	if err != nil {
 		return err
+	}
+	send, err := h.Store.CampaignSend(ctx, p.SendID)
+	if err != nil {
+		return gone(err)
 	}
 	if send.Status != models.SendQueued {
 		return nil
@@ -163,16 +159,13 @@ func (h *Handler) pace(ctx context.Context, c *models.Campaign, sendID string) e
 
 // handleFollowUp writes follow-up number step when the lead has not replied since the opening.
 func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
-	var p FollowUpPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		return fmt.Errorf("follow-up: bad payload: %v: %w", err, asynq.SkipRetry)
-	}
-	send, err := h.Store.CampaignSend(ctx, p.SendID)
-	if models.ErrorCode(err) == models.CodeNotFound {
-		return fmt.Errorf("campaign send %s: %w", p.SendID, asynq.SkipRetry)
-	}
+	p, err := payloadOf[FollowUpPayload](t)
 	if err != nil {
 		return err
+	}
+	send, err := h.Store.CampaignSend(ctx, p.SendID)
+	if err != nil {
+		return gone(err)
 	}
 	if send.Status != models.SendSent || send.FollowUpsDone || send.FollowUpStep != p.Step-1 || send.SentAt == nil {
 		return nil

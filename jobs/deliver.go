@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -26,16 +25,13 @@ type replyPayload struct {
 // failures return an error so asynq retries on WEBHOOK_RETRY_SCHEDULE (a longer Retry-After is
 // honoured); final ones are recorded as failed and end the task.
 func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
-	var p DeliverPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		return fmt.Errorf("deliver: bad payload: %v: %w", err, asynq.SkipRetry)
-	}
-	m, err := h.Store.Message(ctx, p.MessageID)
-	if models.ErrorCode(err) == models.CodeNotFound {
-		return fmt.Errorf("deliver: message %s: %w", p.MessageID, asynq.SkipRetry)
-	}
+	p, err := payloadOf[DeliverPayload](t)
 	if err != nil {
 		return err
+	}
+	m, err := h.Store.Message(ctx, p.MessageID)
+	if err != nil {
+		return gone(err)
 	}
 	if m.Status == models.StatusSent || m.DeliveryRound != p.Round || m.Direction != models.DirectionOutgoing {
 		return nil // delivered already, or superseded by a redeliver

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,13 +32,13 @@ func (q *Queue) MediaCheck(ctx context.Context, messageID string) error {
 // webhooks) and records "ok" or what is wrong: unreachable, an HTTP error, or content of another type
 // than mediaContentType. The message itself is kept either way.
 func (h *Handler) handleMediaCheck(ctx context.Context, t *asynq.Task) error {
-	var p MediaCheckPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		return fmt.Errorf("media check: bad payload: %v: %w", err, asynq.SkipRetry)
+	p, err := payloadOf[MediaCheckPayload](t)
+	if err != nil {
+		return err
 	}
 	m, err := h.Store.Message(ctx, p.MessageID)
 	if err != nil {
-		return err
+		return gone(err)
 	}
 	if m.MediaURL == nil || m.MediaContentType == nil || !models.IsMediaLink(*m.MediaURL) {
 		return nil

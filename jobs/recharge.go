@@ -40,13 +40,13 @@ type rechargePayload struct {
 // handleRecharge posts a low-balance event to the sub-account's auto-recharge webhook, signed with the
 // agency's secret. The idempotency_key is the same on every retry, so the agency grants once.
 func (h *Handler) handleRecharge(ctx context.Context, t *asynq.Task) error {
-	var p RechargePayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		return fmt.Errorf("recharge: bad payload: %v: %w", err, asynq.SkipRetry)
+	p, err := payloadOf[RechargePayload](t)
+	if err != nil {
+		return err
 	}
 	sub, err := h.Store.AccountByID(ctx, p.SubAccountID)
 	if err != nil {
-		return err
+		return gone(err)
 	}
 	if sub.ParentID == nil || sub.RechargeWebhookURL == nil || sub.RechargeThresholdMilli == nil || sub.RechargeAmountMilli == nil {
 		return nil

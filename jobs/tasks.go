@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"funnelchat/config"
+	"funnelchat/models"
 )
 
 // Task types.
@@ -163,4 +164,23 @@ func (h *Handler) retryFailedWebhook(ctx context.Context, t *asynq.Task, what st
 		return fmt.Errorf("%s: %s: %w", what, res.Error, asynq.SkipRetry)
 	}
 	return &retryAt{err: errors.New(res.Error), at: nextAttempt(h.Config.WebhookRetrySchedule, retried, t.Payload(), res.RetryAfter)}
+}
+
+// payloadOf decodes a task's payload; one that cannot be decoded will never succeed, so it is not
+// retried.
+func payloadOf[T any](t *asynq.Task) (T, error) {
+	var p T
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return p, fmt.Errorf("%s: bad payload: %v: %w", t.Type(), err, asynq.SkipRetry)
+	}
+	return p, nil
+}
+
+// gone ends a task whose subject (message, send, alert) no longer exists without retrying it; any
+// other error is retried.
+func gone(err error) error {
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	return err
 }

@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -22,9 +21,9 @@ const webhookTestResultTTL = time.Minute
 // handleWebhookTest sends a signed test event to the account's webhook and pushes the outcome to the
 // Redis list the waiting api request reads.
 func (h *Handler) handleWebhookTest(ctx context.Context, t *asynq.Task) error {
-	var p WebhookTestPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		return fmt.Errorf("webhook test: bad payload: %v: %w", err, asynq.SkipRetry)
+	p, err := payloadOf[WebhookTestPayload](t)
+	if err != nil {
+		return err
 	}
 	settings, err := h.Store.WebhookSettings(ctx, p.AccountID, NewWebhookSecret())
 	if err != nil {
