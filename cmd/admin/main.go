@@ -53,11 +53,7 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("unknown command %q\n%s", strings.Join(args, " "), usage)
 	}
 
-	cfg, err := config.Load(os.Getenv)
-	if err != nil {
-		return err
-	}
-	store, err := boot.OpenStore(cfg, 2)
+	_, store, err := openStore()
 	if err != nil {
 		return err
 	}
@@ -65,6 +61,20 @@ func run(args []string, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	return command(ctx, store, rest, out)
+}
+
+// openStore loads the configuration (after the command was recognised, so a typo opens nothing) and
+// opens the database it names.
+func openStore() (*config.Config, *models.Store, error) {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := boot.OpenStore(cfg, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, store, nil
 }
 
 func migrate(ctx context.Context, store *models.Store, _ []string, out io.Writer) error {
@@ -171,11 +181,7 @@ func listImport(args []string, out io.Writer) error {
 		return cliError(err)
 	}
 
-	cfg, err := config.Load(os.Getenv)
-	if err != nil {
-		return err
-	}
-	store, err := boot.OpenStore(cfg, 2)
+	cfg, store, err := openStore()
 	if err != nil {
 		return err
 	}
