@@ -215,23 +215,40 @@ func (s *Store) CountAccounts(ctx context.Context) (int64, error) {
 }
 
 // RotateAPIKey revokes the account's current key and returns a new one. The old key stops working as
-// soon as this returns, in every process, because keys are checked against the database.
+// soon as this returns, in every process: keys are checked against the database, and with the key
+// cache the old key is marked revoked in Redis before the revocation commits. Errors: UNAVAILABLE when
+// that mark cannot be written (nothing changes then).
 func (s *Store) RotateAPIKey(ctx context.Context, accountID string) (string, error) {
 	// Two rotations at once race on the one-active-key index; the loser retries against the winner's key.
 	for attempt := 0; ; attempt++ {
 		rawKey, key := newAPIKey(accountID)
 		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			var revoked []string
 			if _, err := tx.NewUpdate().Model((*APIKey)(nil)).
 				Set("revoked_at = ?", now()).
 				Where("account_id = ? AND revoked_at IS NULL", accountID).
-				Exec(ctx); err != nil {
+				Returning("key_hash").
+				Exec(ctx, &revoked); err != nil {
 				return err
+			}
+			if s.keys != nil {
+				// The update holds the key's row lock, so no other rotation can slip a key between
+				// the mark and the commit.
+				for _, hash := range revoked {
+					if err := s.keys.revoke(ctx, hash); err != nil {
+						return err
+					}
+				}
 			}
 			_, err := tx.NewInsert().Model(key).Exec(ctx)
 			return err
 		})
 		if err == nil {
 			return rawKey, nil
+		}
+		var domainErr *Error
+		if errors.As(err, &domainErr) {
+			return "", err
 		}
 		if !isUniqueViolation(err) || attempt >= 3 {
 			return "", fmt.Errorf("rotate api key: %w", err)
@@ -244,17 +261,28 @@ func (s *Store) Authenticate(ctx context.Context, rawKey string) (*Account, erro
 	if rawKey == "" || len(rawKey) > 256 {
 		return nil, Errorf(CodeUnauthorized, "invalid API key")
 	}
+	hash := hashKey(rawKey)
+	fill := false
+	if s.keys != nil {
+		var acc *Account
+		if acc, fill = s.keys.lookup(ctx, hash); acc != nil {
+			return acc, nil
+		}
+	}
 	acc := new(Account)
 	err := s.db.NewSelect().Model(acc).
 		ColumnExpr("account.*, k.id AS key_id").
 		Join("JOIN api_keys AS k ON k.account_id = account.id").
-		Where("k.key_hash = ? AND k.revoked_at IS NULL", hashKey(rawKey)).
+		Where("k.key_hash = ? AND k.revoked_at IS NULL", hash).
 		Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Errorf(CodeUnauthorized, "invalid API key")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	if fill {
+		s.keys.fill(ctx, hash, acc)
 	}
 	return acc, nil
 }
@@ -278,6 +306,11 @@ func (s *Store) SetRateLimit(ctx context.Context, email string, perMinute int) (
 	}
 	if _, err := s.db.NewUpdate().Model(acc).Column("rate_limit_per_minute").WherePK().Exec(ctx); err != nil {
 		return nil, fmt.Errorf("set rate limit: %w", err)
+	}
+	if s.keys != nil {
+		if hash, err := s.activeKeyHash(ctx, acc.ID); err == nil && hash != "" {
+			s.keys.forget(ctx, hash)
+		}
 	}
 	return acc, nil
 }

@@ -179,6 +179,20 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 	}
 	newContact := ContactInput{FirstName: in.FirstName, LastName: in.LastName, Email: in.Email}
 
+	if !s.IsSQLite() {
+		firstID, dup, err := s.ingestPostgres(ctx, m, newChannelContact(accountID, in.FromID, newContact, m.CreatedAt))
+		if err != nil {
+			return nil, false, fmt.Errorf("ingest incoming: %w", err)
+		}
+		if dup {
+			first, err := s.MessageByID(ctx, accountID, firstID)
+			if err != nil {
+				return nil, false, fmt.Errorf("ingest incoming: read first: %w", err)
+			}
+			return first, true, nil
+		}
+		return m, false, nil
+	}
 	err = s.inTxRetrying(ctx, func(ctx context.Context, tx bun.Tx) error {
 		contact, err := contactForExternalID(ctx, tx, accountID, in.FromID, newContact)
 		if err != nil {
@@ -250,16 +264,7 @@ func contactForExternalID(ctx context.Context, tx bun.Tx, accountID, externalID 
 		return nil, err
 	}
 	if c == nil {
-		c = &Contact{
-			ID: newID(prefixContact), AccountID: accountID, FirstName: fields.FirstName, LastName: fields.LastName,
-			Origin: originChannel, CreatedAt: at, UpdatedAt: at,
-		}
-		if fields.Email != "" {
-			c.Email = &fields.Email
-		}
-		if phone, err := NormalizePhone(externalID); err == nil && phone != "" {
-			c.Phone = &phone
-		}
+		c = newChannelContact(accountID, externalID, fields, at)
 		res, err := tx.NewInsert().Model(c).On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {
 			return nil, err
@@ -277,6 +282,22 @@ func contactForExternalID(ctx context.Context, tx bun.Tx, accountID, externalID 
 		return nil, errRetry
 	}
 	return c, nil
+}
+
+// newChannelContact is the contact a new sender id brings in: the names and email given with its first
+// message, and the id as its phone when it is a phone number.
+func newChannelContact(accountID, externalID string, fields ContactInput, at time.Time) *Contact {
+	c := &Contact{
+		ID: newID(prefixContact), AccountID: accountID, FirstName: fields.FirstName, LastName: fields.LastName,
+		Origin: originChannel, CreatedAt: at, UpdatedAt: at,
+	}
+	if fields.Email != "" {
+		c.Email = &fields.Email
+	}
+	if phone, err := NormalizePhone(externalID); err == nil && phone != "" {
+		c.Phone = &phone
+	}
+	return c
 }
 
 // contactForAddress returns the account's contact whose phone (for an id in international phone form)

@@ -28,6 +28,10 @@ var migrationFiles embed.FS
 // Store is the service's persistence: every domain operation is a method on it.
 type Store struct {
 	db *bun.DB
+	// ingest batches incoming messages on PostgreSQL (nil on SQLite).
+	ingest *ingestBatcher
+	// keys caches API keys in Redis (see UseKeyCache); nil: every request asks the database.
+	keys *keyCache
 }
 
 // OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker
@@ -38,7 +42,9 @@ func OpenPostgres(url string, poolSize int) (*Store, error) {
 		sqldb.SetMaxOpenConns(poolSize)
 		sqldb.SetMaxIdleConns(poolSize)
 	}
-	return &Store{db: bun.NewDB(sqldb, pgdialect.New())}, nil
+	s := &Store{db: bun.NewDB(sqldb, pgdialect.New())}
+	s.ingest = newIngestBatcher(s)
+	return s, nil
 }
 
 // OpenSQLite opens (creating if needed) the SQLite database file at path, for standalone mode and tests
@@ -60,7 +66,12 @@ func OpenSQLite(path string) (*Store, error) {
 }
 
 // Close releases the connection pool.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.ingest != nil {
+		s.ingest.close()
+	}
+	return s.db.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
@@ -82,6 +93,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := migrations.Discover(sub); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	migrations.Add(ingestFunctionMigration(s.db))
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)

@@ -74,6 +74,17 @@ func openStore() (*config.Config, *models.Store, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if !cfg.Standalone {
+		// A rotation must mark the old key revoked in the api processes' key cache. The client
+		// connects on first use only, so commands that never touch keys never reach Redis; the CLI
+		// exits right after its one command, which closes it.
+		rdb, err := boot.OpenRedis(cfg)
+		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+		store.UseKeyCache(rdb.Client)
+	}
 	return cfg, store, nil
 }
 

@@ -27,11 +27,17 @@ func main() {
 	}
 }
 
+// apiPoolSize is the api's PostgreSQL connection pool. database/sql keeps only two idle connections by
+// default, so under concurrent requests it would open and close a connection (a PostgreSQL backend
+// process) for nearly every request; the pool is kept open instead. It is sized for a few api and worker
+// processes to fit in PostgreSQL's default 100 connections.
+const apiPoolSize = 32
+
 func run(cfg *config.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	store, err := boot.OpenStore(cfg, 0)
+	store, err := boot.OpenStore(cfg, apiPoolSize)
 	if err != nil {
 		return err
 	}
@@ -44,6 +50,10 @@ func run(cfg *config.Config, log *slog.Logger) error {
 
 	queue := jobs.NewQueue(rdb.Asynq, cfg)
 	defer queue.Close()
+	if !cfg.Standalone {
+		// In standalone mode the admin CLI cannot reach the in-process Redis to mark a rotated key.
+		store.UseKeyCache(rdb.Client)
+	}
 
 	var worker *jobs.Worker
 	if cfg.Standalone {

@@ -1,0 +1,113 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// keyCache keeps, in Redis, what an API key authenticates as, so that a request costs one Redis GET
+// instead of a database query. Every api process shares it, and a rotation marks the old key revoked
+// there before the database revokes it, so the old key stops working everywhere at once:
+//
+//   - A request reads apikey:<hash>. An account entry answers; a missing entry, a revoked mark or a
+//     Redis error falls back to the database, which stays the authority.
+//   - After a database hit, the entry is written with SET NX: it never overwrites a revoked mark, so a
+//     request that read the key as valid just before a rotation cannot bring it back.
+//   - RotateAPIKey writes the revoked mark first and refuses with UNAVAILABLE when it cannot, so no
+//     rotation returns while an entry for the old key can still answer.
+//
+// Only fields that never change, or may lag by keyCacheTTL (the per-account rate limit), are cached.
+// It is off in standalone mode, where the admin CLI cannot reach the api's in-process Redis.
+type keyCache struct {
+	rdb redis.UniversalClient
+}
+
+const (
+	keyCacheTTL   = 5 * time.Minute
+	keyRevokedTTL = 24 * time.Hour
+	keyRevoked    = "revoked"
+)
+
+// cachedAccount is what the cache keeps of an account.
+type cachedAccount struct {
+	ID                 string    `json:"id"`
+	KeyID              string    `json:"keyId"`
+	Name               string    `json:"name"`
+	Email              string    `json:"email"`
+	IsAgency           bool      `json:"isAgency"`
+	ParentID           *string   `json:"parentId"`
+	OwnerUserID        string    `json:"ownerUserId"`
+	RateLimitPerMinute *int      `json:"rateLimitPerMinute"`
+	CreatedAt          time.Time `json:"createdAt"`
+}
+
+// UseKeyCache makes Authenticate consult Redis before the database and RotateAPIKey mark revoked keys
+// there. Every process that authenticates or rotates keys on the same database must use the same Redis.
+func (s *Store) UseKeyCache(rdb redis.UniversalClient) { s.keys = &keyCache{rdb: rdb} }
+
+func keyCacheKey(hash string) string { return "apikey:" + hash }
+
+// lookup returns the cached account for hash; fill reports whether a database answer may be cached
+// (false after a revoked mark or a Redis error).
+func (k *keyCache) lookup(ctx context.Context, hash string) (acc *Account, fill bool) {
+	raw, err := k.rdb.Get(ctx, keyCacheKey(hash)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, true
+	case err != nil, raw == keyRevoked:
+		return nil, false
+	}
+	var c cachedAccount
+	if json.Unmarshal([]byte(raw), &c) != nil {
+		return nil, false
+	}
+	return &Account{
+		ID: c.ID, KeyID: c.KeyID, Name: c.Name, Email: c.Email, IsAgency: c.IsAgency, ParentID: c.ParentID,
+		OwnerUserID: c.OwnerUserID, RateLimitPerMinute: c.RateLimitPerMinute, CreatedAt: c.CreatedAt,
+	}, false
+}
+
+func (k *keyCache) fill(ctx context.Context, hash string, a *Account) {
+	raw, err := json.Marshal(cachedAccount{
+		ID: a.ID, KeyID: a.KeyID, Name: a.Name, Email: a.Email, IsAgency: a.IsAgency, ParentID: a.ParentID,
+		OwnerUserID: a.OwnerUserID, RateLimitPerMinute: a.RateLimitPerMinute, CreatedAt: a.CreatedAt,
+	})
+	if err != nil {
+		return
+	}
+	// Best effort: without the entry the next request asks the database again.
+	_ = k.rdb.SetNX(ctx, keyCacheKey(hash), raw, keyCacheTTL).Err()
+}
+
+// revoke marks hash revoked. Errors: UNAVAILABLE when Redis does not answer.
+func (k *keyCache) revoke(ctx context.Context, hash string) error {
+	if err := k.rdb.Set(ctx, keyCacheKey(hash), keyRevoked, keyRevokedTTL).Err(); err != nil {
+		return Errorf(CodeUnavailable, "the key could not be rotated because Redis is unavailable; nothing changed, try again")
+	}
+	return nil
+}
+
+// forget drops hash's entry so that the next request reads the account afresh (after a settings
+// change); the entry expires within keyCacheTTL anyway.
+func (k *keyCache) forget(ctx context.Context, hash string) {
+	_ = k.rdb.Del(ctx, keyCacheKey(hash)).Err()
+}
+
+// activeKeyHash returns the hash of the account's active key, or "" when it has none.
+func (s *Store) activeKeyHash(ctx context.Context, accountID string) (string, error) {
+	var hashes []string
+	err := s.db.NewSelect().Model((*APIKey)(nil)).Column("key_hash").
+		Where("account_id = ? AND revoked_at IS NULL", accountID).Scan(ctx, &hashes)
+	if err != nil {
+		return "", fmt.Errorf("active key: %w", err)
+	}
+	if len(hashes) == 0 {
+		return "", nil
+	}
+	return hashes[0], nil
+}
