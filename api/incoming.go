@@ -84,6 +84,7 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	c.Locals(localMessageID, msg.ID)
 	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
 		// Also on a duplicate: a client retrying after a 503 completes the enqueue that failed.
 		if err := s.queue.BotReply(ctx, msg.ID); err != nil {
@@ -150,6 +151,7 @@ func (s *Server) sendCustomMessage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	c.Locals(localMessageID, msg.ID)
 	s.enqueueDelivery(c, msg)
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"success": true, "messageId": msg.ID, "contactId": contact.ID,

@@ -18,6 +18,8 @@ const (
 	headerRequestID = "X-Request-Id"
 	localRequestID  = "requestID"
 	localAccount    = "account"
+	// localMessageID is the message a request stored, for the access log.
+	localMessageID = "messageID"
 )
 
 // recoverPanic turns a panic in a handler into a logged 500 instead of a dead connection.
@@ -85,6 +87,9 @@ func (s *Server) accessLog(c *fiber.Ctx) error {
 	}
 	if acc := accountOf(c); acc != nil {
 		attrs = append(attrs, "account_id", acc.ID)
+	}
+	if id, ok := c.Locals(localMessageID).(string); ok {
+		attrs = append(attrs, "message_id", id)
 	}
 	s.log.Info("request", attrs...)
 	return nil

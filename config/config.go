@@ -45,6 +45,9 @@ type Config struct {
 
 	WorkerConcurrency int
 	SweepInterval     time.Duration
+	// MetricsPort is where a separate worker process serves /metrics (0: not served). The api serves
+	// /metrics on PORT.
+	MetricsPort int
 
 	AdminUser     string
 	AdminPassword string
@@ -100,6 +103,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.BotReplyCredits = r.nonNegativeFloat("BOT_REPLY_CREDITS", 1)
 	c.WorkerConcurrency = r.intRange("WORKER_CONCURRENCY", 20, 1, 10_000)
 	c.SweepInterval = r.duration("SWEEP_INTERVAL", time.Minute)
+	c.MetricsPort = r.intRange("METRICS_PORT", 0, 0, 65535)
 	c.AdminUser = r.str("ADMIN_USER", "")
 	c.AdminPassword = r.str("ADMIN_PASSWORD", "")
 	c.LogLevel = r.level("LOG_LEVEL", slog.LevelInfo)

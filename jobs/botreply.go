@@ -61,7 +61,7 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 			return err
 		}
 		// Out of retries: a person answers instead of nobody.
-		h.Log.Warn("bot gave up", "message_id", in.ID, "account_id", in.AccountID, "error", err.Error())
+		h.Log.WarnContext(ctx, "bot gave up", "message_id", in.ID, "account_id", in.AccountID, "error", err.Error())
 		alert, aerr := h.Store.BotFailed(ctx, in, "the bot could not answer: "+err.Error())
 		if aerr != nil {
 			return aerr
@@ -73,7 +73,7 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 		if err != nil {
 			return err
 		}
-		h.Log.Info("handoff to a human", "message_id", in.ID, "account_id", in.AccountID, "alert_id", alert.ID)
+		h.Log.InfoContext(ctx, "handoff to a human", "message_id", in.ID, "account_id", in.AccountID, "alert_id", alert.ID)
 		return h.sendAlert(ctx, alert)
 	}
 	var campaignID *string

@@ -119,7 +119,7 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	campaignSends.Inc()
-	h.Log.Info("campaign opening written", "campaign_id", campaign.ID, "message_id", m.ID, "account_id", campaign.AccountID)
+	h.Log.InfoContext(ctx, "campaign opening written", "campaign_id", campaign.ID, "message_id", m.ID, "account_id", campaign.AccountID)
 	if err := h.Queue.Deliver(ctx, m.ID, m.DeliveryRound); err != nil {
 		return err
 	}

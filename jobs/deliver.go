@@ -46,7 +46,7 @@ func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
 	}
 	res := transport.Deliver(ctx, m, acc)
 	deliveryLatency.WithLabelValues(m.Transport).Observe(res.Duration.Seconds())
-	h.Log.Info("delivery", "message_id", m.ID, "account_id", m.AccountID, "transport", m.Transport,
+	h.Log.InfoContext(ctx, "delivery", "message_id", m.ID, "account_id", m.AccountID, "transport", m.Transport,
 		"status_code", res.StatusCode, "ok", res.OK(), "duration_ms", res.Duration.Milliseconds())
 	return h.recordDelivery(ctx, t, m.ID, m.Transport, res)
 }

@@ -61,7 +61,7 @@ func (h *Handler) handleRecharge(ctx context.Context, t *asynq.Task) error {
 		Threshold: float64(*sub.RechargeThresholdMilli) / 1000, Amount: float64(*sub.RechargeAmountMilli) / 1000,
 	})
 	res := h.Sender.Send(ctx, WebhookRequest{URL: *sub.RechargeWebhookURL, Secret: agency.SigningSecret, ID: event.IdempotencyKey(), Payload: body})
-	h.Log.Info("auto-recharge webhook", "account_id", sub.ID, "event", p.Event, "status_code", res.StatusCode, "ok", res.OK())
+	h.Log.InfoContext(ctx, "auto-recharge webhook", "account_id", sub.ID, "event", p.Event, "status_code", res.StatusCode, "ok", res.OK())
 	if res.OK() {
 		return nil
 	}

@@ -43,7 +43,7 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 		}
 	}
 	if n := len(due.BotReplies) + len(due.Deliveries) + len(due.Alerts) + len(due.Openings) + len(due.FollowUps); n > 0 {
-		h.Log.Info("sweep: owed work found; enqueued where no task held it", "bot_replies", len(due.BotReplies), "deliveries", len(due.Deliveries), "alerts", len(due.Alerts))
+		h.Log.InfoContext(ctx, "sweep: owed work found; enqueued where no task held it", "bot_replies", len(due.BotReplies), "deliveries", len(due.Deliveries), "alerts", len(due.Alerts))
 	}
 	return nil
 }

@@ -91,6 +91,7 @@ type Worker struct {
 // NewWorker builds a worker that processes the queues on redisOpt with h's handlers.
 func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log *slog.Logger) *Worker {
 	mux := asynq.NewServeMux()
+	mux.Use(h.logTasks)
 	h.Register(mux)
 	logger := asynqLogger{log: log.With("component", "asynq")}
 	srv := asynq.NewServer(redisOpt, asynq.Config{
@@ -108,7 +109,7 @@ func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log 
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, task *asynq.Task, err error) {
 			id, _ := asynq.GetTaskID(ctx)
 			retried, _ := asynq.GetRetryCount(ctx)
-			log.Warn("task failed", "task_type", task.Type(), "task_id", id, "retry", retried, "error", err.Error())
+			log.WarnContext(ctx, "task failed", "task_type", task.Type(), "task_id", id, "retry", retried, "error", err.Error())
 		}),
 	})
 	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: logger, LogLevel: asynqLevel(cfg.LogLevel)})

@@ -243,11 +243,52 @@ func TestProductionDeployment(t *testing.T) {
 
 	api := start(t, environ, "api")
 	var worker *process
+	metricsPort := freePort(t)
 	if env.Postgres() {
-		worker = start(t, environ, "worker")
+		worker = start(t, append(environ, "METRICS_PORT="+metricsPort), "worker")
 	}
 	waitReady(t, base, api)
 	operatorFlow(t, base, key)
+
+	t.Run("a rotation by the admin CLI stops the old key in the running api at once", func(t *testing.T) {
+		first, _ := admin(t, environ, "key", "rotate", "--email", "a@example.com")["apiKey"].(string)
+		if status, _ := call(t, "GET", base+"/v1/lists", first, nil); status != http.StatusOK {
+			t.Fatalf("rotated key: %d, want 200", status)
+		}
+		second, _ := admin(t, environ, "key", "rotate", "--email", "a@example.com")["apiKey"].(string)
+		if status, _ := call(t, "GET", base+"/v1/lists", first, nil); status != http.StatusUnauthorized {
+			t.Fatalf("key rotated away by the CLI: %d, want 401", status)
+		}
+		if status, _ := call(t, "GET", base+"/v1/lists", second, nil); status != http.StatusOK {
+			t.Fatalf("the CLI's new key: %d, want 200", status)
+		}
+	})
+	if worker != nil {
+		t.Run("the worker serves its metrics on METRICS_PORT", func(t *testing.T) {
+			var body string
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				res, err := http.Get("http://127.0.0.1:" + metricsPort + "/metrics")
+				if err == nil {
+					raw, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					body = string(raw)
+					if res.StatusCode == http.StatusOK {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("worker metrics not served: %v %s\n%s", err, body, worker.output())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			for _, want := range []string{"funnelchat_bot_reply_duration_seconds", "go_goroutines"} {
+				if !strings.Contains(body, want) {
+					t.Errorf("worker /metrics lacks %s", want)
+				}
+			}
+		})
+	}
 
 	api.stop(t)
 	if worker != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -49,6 +50,16 @@ func run(cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	log.Info("worker started", "concurrency", cfg.WorkerConcurrency)
+	if cfg.MetricsPort != 0 {
+		metrics := jobs.MetricsServer(cfg.MetricsPort)
+		go func() {
+			if err := metrics.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "error", err.Error())
+			}
+		}()
+		defer metrics.Close()
+		log.Info("metrics served", "port", cfg.MetricsPort)
+	}
 	<-ctx.Done()
 	log.Info("shutting down: finishing running tasks")
 	worker.Shutdown()

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"funnelchat/config"
+	"funnelchat/jobs"
 	"funnelchat/models"
 )
 
@@ -31,7 +32,7 @@ func LoadConfig() *config.Config {
 
 // Logger writes structured JSON lines to w at the configured level.
 func Logger(w io.Writer, cfg *config.Config) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	return slog.New(jobs.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel})))
 }
 
 // OpenStore opens PostgreSQL (DATABASE_URL) or, in standalone mode, SQLite in DATA_DIR.
