@@ -21,23 +21,17 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.Store.Message(ctx, p.MessageID)
+	// The message, its contact and its account in one query.
+	in, err := h.Store.MessageForWork(ctx, p.MessageID)
 	if err != nil {
 		return gone(err)
 	}
 	if in.BotStatus == nil || *in.BotStatus != models.BotPending {
 		return nil // answered, skipped or handed off already
 	}
-	contact, err := h.Store.ContactByID(ctx, in.AccountID, in.ContactID)
-	if err != nil {
-		return err
-	}
+	contact, payer := in.Contact, in.Account
 	if contact.BotPaused {
 		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
-	}
-	payer, err := h.Store.AccountByID(ctx, in.AccountID)
-	if err != nil {
-		return err
 	}
 	if !h.Store.CanPayBotReply(ctx, payer, h.botReplyCost()) {
 		return h.outOfCredits(ctx, in)
@@ -46,7 +40,7 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	req, err := h.campaignBotRequest(ctx, campaign, contact, in.ID)
+	req, err := h.campaignBotRequest(ctx, campaign, contact, payer, in.ID)
 	if err != nil {
 		return err
 	}
@@ -113,16 +107,18 @@ func (h *Handler) conversationCampaign(ctx context.Context, in *models.Message, 
 }
 
 // campaignBotRequest gathers the bot's context: the campaign's instructions, goal and language (the
-// account's when campaign is nil) and the conversation up to the message being answered (all of it
-// when upTo is "").
-func (h *Handler) campaignBotRequest(ctx context.Context, campaign *models.Campaign, contact *models.Contact, upTo string) (BotRequest, error) {
+// account's when campaign is nil; acc is the contact's account when the caller has it loaded already)
+// and the conversation up to the message being answered (all of it when upTo is "").
+func (h *Handler) campaignBotRequest(ctx context.Context, campaign *models.Campaign, contact *models.Contact, acc *models.Account, upTo string) (BotRequest, error) {
 	req := BotRequest{FirstName: contact.FirstName}
 	if campaign != nil {
 		req.Instructions, req.Goal, req.Language = campaign.BotInstructions, campaign.Goal, campaign.Language
 	} else {
-		acc, err := h.Store.AccountByID(ctx, contact.AccountID)
-		if err != nil {
-			return BotRequest{}, err
+		if acc == nil {
+			var err error
+			if acc, err = h.Store.AccountByID(ctx, contact.AccountID); err != nil {
+				return BotRequest{}, err
+			}
 		}
 		req.Instructions, req.Goal, req.Language = acc.BotInstructions, acc.BotGoal, acc.BotLanguage
 	}

@@ -188,7 +188,7 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	req, err := h.campaignBotRequest(ctx, campaign, contact, "")
+	req, err := h.campaignBotRequest(ctx, campaign, contact, nil, "")
 	if err != nil {
 		return err
 	}

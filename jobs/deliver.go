@@ -29,17 +29,14 @@ func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	m, err := h.Store.Message(ctx, p.MessageID)
+	m, err := h.Store.MessageForWork(ctx, p.MessageID)
 	if err != nil {
 		return gone(err)
 	}
 	if m.Status == models.StatusSent || m.DeliveryRound != p.Round || m.Direction != models.DirectionOutgoing {
 		return nil // delivered already, or superseded by a redeliver
 	}
-	acc, err := h.Store.AccountByID(ctx, m.AccountID)
-	if err != nil {
-		return err
-	}
+	acc := m.Account
 	transport, ok := h.transports()[m.Transport]
 	if !ok {
 		return fmt.Errorf("deliver %s: unknown transport %q: %w", m.ID, m.Transport, asynq.SkipRetry)

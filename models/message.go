@@ -66,6 +66,10 @@ type Message struct {
 	BotStatus        *string    `bun:"bot_status" json:"botStatus,omitempty"`
 	CreatedAt        time.Time  `bun:"created_at" json:"createdAt"`
 	SentAt           *time.Time `bun:"sent_at" json:"sentAt"`
+
+	// Contact and Account are loaded with the message by MessageForWork only.
+	Contact *Contact `bun:"rel:belongs-to,join:contact_id=id" json:"-"`
+	Account *Account `bun:"rel:belongs-to,join:account_id=id" json:"-"`
 }
 
 // Attempt is one try at delivering an outgoing message.
@@ -91,6 +95,20 @@ func (s *Store) MessageByID(ctx context.Context, accountID, id string) (*Message
 // Message returns a message by id alone, for the worker, which acts on ids from its own tasks.
 func (s *Store) Message(ctx context.Context, id string) (*Message, error) {
 	return oneMessage(ctx, s.db.NewSelect().Where("id = ?", id))
+}
+
+// MessageForWork returns a message with its contact and account (m.Contact, m.Account) in one query:
+// what a worker task needs before it answers or delivers. Errors: NOT_FOUND.
+func (s *Store) MessageForWork(ctx context.Context, id string) (*Message, error) {
+	m := new(Message)
+	err := s.db.NewSelect().Model(m).Relation("Contact").Relation("Account").Where("message.id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("message")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("select message: %w", err)
+	}
+	return m, nil
 }
 
 func oneMessage(ctx context.Context, q *bun.SelectQuery) (*Message, error) {
@@ -183,19 +201,27 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 	if out.Error != "" {
 		a.Error = &out.Error
 	}
+	update := func(db bun.IDB) *bun.UpdateQuery {
+		q := db.NewUpdate().Model((*Message)(nil)).
+			Set("attempts = attempts + 1").
+			Where("id = ? AND status <> ?", messageID, StatusSent)
+		if out.Error == "" {
+			return q.Set("status = ?", StatusSent).Set("error = NULL").Set("next_attempt_at = NULL").Set("sent_at = ?", at)
+		}
+		return q.Set("status = ?", StatusFailed).Set("error = ?", out.Error).Set("next_attempt_at = ?", out.NextAttemptAt)
+	}
+	if !s.IsSQLite() {
+		// One statement, so one round trip and one commit for the attempt and the status together.
+		if _, err := update(s.db).With("attempt", s.db.NewInsert().Model(a)).Exec(ctx); err != nil {
+			return fmt.Errorf("record attempt: %w", err)
+		}
+		return nil
+	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
 			return fmt.Errorf("record attempt: %w", err)
 		}
-		q := tx.NewUpdate().Model((*Message)(nil)).
-			Set("attempts = attempts + 1").
-			Where("id = ? AND status <> ?", messageID, StatusSent)
-		if out.Error == "" {
-			q = q.Set("status = ?", StatusSent).Set("error = NULL").Set("next_attempt_at = NULL").Set("sent_at = ?", at)
-		} else {
-			q = q.Set("status = ?", StatusFailed).Set("error = ?", out.Error).Set("next_attempt_at = ?", out.NextAttemptAt)
-		}
-		if _, err := q.Exec(ctx); err != nil {
+		if _, err := update(tx).Exec(ctx); err != nil {
 			return fmt.Errorf("record attempt: %w", err)
 		}
 		return nil
