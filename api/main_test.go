@@ -24,7 +24,10 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
+func TestMain(m *testing.M) {
+	// As in production (cmd/api), the api authenticates through the key cache in Redis.
+	os.Exit(testenv.Main(m, &env, func() error { env.Store.UseKeyCache(env.Redis); return nil }))
+}
 
 // server is a real api server on a loopback port, backed by the package's database and Redis.
 type server struct {
@@ -36,13 +39,19 @@ type server struct {
 // startServer runs an api server with REQUIRE_HTTPS off unless overridden ("KEY=VALUE" pairs).
 func startServer(t testing.TB, overrides ...string) *server {
 	t.Helper()
+	return startServerWith(t, testLogger(), overrides...)
+}
+
+// startServerWith is startServer writing its logs to log.
+func startServerWith(t testing.TB, log *slog.Logger, overrides ...string) *server {
+	t.Helper()
 	cfg, err := config.Load(env.Getenv(append([]string{"REQUIRE_HTTPS=false"}, overrides...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	queue := jobs.NewQueue(env.Asynq, cfg)
 	t.Cleanup(func() { _ = queue.Close() })
-	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Logger: testLogger(), AsynqRedis: env.Asynq})
+	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Logger: log, AsynqRedis: env.Asynq})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -116,22 +125,27 @@ func (r response) errorCode(t testing.TB) string {
 }
 
 // do sends a request. body is sent as is when it is a string or []byte, else JSON-encoded; headers are
-// "Name: value" strings. A key given is sent as x-api-key.
+// "Name: value" strings. A key given is sent as x-api-key. A request to the api server and its response
+// are checked against the OpenAPI document (checkContract): a mismatch fails the test.
 func do(t testing.TB, method, url, key string, body any, headers ...string) response {
 	t.Helper()
-	var rd io.Reader
+	var payload []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		payload = []byte(b)
 	case []byte:
-		rd = bytes.NewReader(b)
+		payload = b
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rd = bytes.NewReader(raw)
+		payload = raw
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
@@ -156,7 +170,9 @@ func do(t testing.TB, method, url, key string, body any, headers ...string) resp
 	if err != nil {
 		t.Fatal(err)
 	}
-	return response{Status: res.StatusCode, Header: res.Header, Body: raw}
+	r := response{Status: res.StatusCode, Header: res.Header, Body: raw}
+	checkContract(t, req, payload, r)
+	return r
 }
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}

@@ -104,6 +104,7 @@ func (s *Server) routes() {
 	s.mountMonitoring()
 
 	v1 := s.app.Group("/v1", s.requireHTTPS)
+	v1.Get("/openapi.json", s.openAPI)
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and
 	// a wrong method a 405 before any key is asked for (DESIGN.md section 8).
 	auth := s.authenticate(true)

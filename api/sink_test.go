@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -79,11 +80,16 @@ var testWorkerEnv = []string{
 // the queues by earlier tests belong to their own accounts and do not disturb this one.
 func startWorker(t testing.TB, overrides ...string) *jobs.Handler {
 	t.Helper()
+	return startWorkerWith(t, testLogger(), overrides...)
+}
+
+// startWorkerWith is startWorker writing its logs to log.
+func startWorkerWith(t testing.TB, log *slog.Logger, overrides ...string) *jobs.Handler {
+	t.Helper()
 	cfg, err := config.Load(env.Getenv(append(append([]string{}, testWorkerEnv...), overrides...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := testLogger()
 	queue := jobs.NewQueue(env.Asynq, cfg)
 	h := jobs.NewHandler(env.Store, cfg, log, queue, env.Redis)
 	h.BotRetryDelays = []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}

@@ -1,0 +1,126 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"funnelchat/jobs"
+)
+
+// logBuffer collects the JSON lines the api and the worker write.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines parses every line, failing the test on one that is not a JSON object.
+func (b *logBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	raw := b.buf.String()
+	b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(raw), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line is not JSON: %v\n%s", err, line)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (b *logBuffer) text() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// find returns the first line with every given field value, or nil.
+func find(lines []map[string]any, fields map[string]string) map[string]any {
+	for _, l := range lines {
+		match := true
+		for k, v := range fields {
+			if s, _ := l[k].(string); s != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			return l
+		}
+	}
+	return nil
+}
+
+func TestLogsAreStructuredAndKeepSecretsOut(t *testing.T) {
+	out := &logBuffer{}
+	log := slog.New(jobs.NewLogHandler(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	srv := startServerWith(t, log, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorkerWith(t, log)
+	hook := newSink(t, nil)
+	key, secret := messagingAccount(t, srv, hook)
+
+	const question = "what does the premium plan cost, zebra-7d1f"
+	r := incoming(t, srv, key, "log-sid-1", "log-visitor", question)
+	expect(t, r, http.StatusOK, "")
+	messageID, _ := r.JSON(t)["messageId"].(string)
+	waitFor(t, 10*time.Second, "the reply", func() bool { return len(hook.deliveries()) == 1 })
+	var reply struct {
+		MessageID string `json:"messageId"`
+		Body      string `json:"body"`
+	}
+	if err := json.Unmarshal(hook.deliveries()[0].Body, &reply); err != nil {
+		t.Fatal(err)
+	}
+	// The worker writes its line for a task after the task returns.
+	waitFor(t, 10*time.Second, "the delivery task's log line", func() bool {
+		return find(out.lines(t), map[string]string{"msg": "task", "task_type": jobs.TypeWebhookDeliver}) != nil
+	})
+	lines := out.lines(t)
+
+	t.Run("the access log line names the request, the account and the message", func(t *testing.T) {
+		l := find(lines, map[string]string{"msg": "request", "path": "/v1/incoming_custom_channel_message"})
+		if l == nil {
+			t.Fatalf("no access log line for the incoming request:\n%s", out.text())
+		}
+		if l["request_id"] == "" || l["request_id"] != r.Header.Get("X-Request-Id") || l["account_id"] == nil || l["message_id"] != messageID {
+			t.Fatalf("access log line lacks request_id, account_id or message_id: %v", l)
+		}
+	})
+	t.Run("worker lines carry the task's type and id", func(t *testing.T) {
+		if l := find(lines, map[string]string{"msg": "task", "task_type": jobs.TypeBotReply, "task_id": "bot:" + messageID}); l == nil || l["outcome"] != "ok" {
+			t.Fatalf("no successful task line for the bot reply: %v\n%s", l, out.text())
+		}
+		l := find(lines, map[string]string{"msg": "delivery", "message_id": reply.MessageID})
+		if l == nil || l["task_type"] != jobs.TypeWebhookDeliver || !strings.HasPrefix(l["task_id"].(string), "deliver:"+reply.MessageID) {
+			t.Fatalf("the delivery line lacks its task: %v\n%s", l, out.text())
+		}
+	})
+	t.Run("no key, secret or message text is logged", func(t *testing.T) {
+		all := out.text()
+		for name, secretValue := range map[string]string{
+			"API key": key, "webhook secret": strings.TrimPrefix(secret, "whsec_"),
+			"incoming message body": question, "reply body": reply.Body,
+		} {
+			if secretValue == "" {
+				t.Fatalf("%s is empty: the test would prove nothing", name)
+			}
+			if strings.Contains(all, secretValue) {
+				t.Errorf("the %s appears in the logs", name)
+			}
+		}
+	})
+}
