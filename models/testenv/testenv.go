@@ -26,6 +26,11 @@ import (
 	"funnelchat/models"
 )
 
+// testPoolSize bounds each test package's connections: go test runs packages in parallel, and with the
+// api and worker processes that the process tests start they must all fit in PostgreSQL's default
+// max_connections (100).
+const testPoolSize = 16
+
 // Env is one test package's backends.
 type Env struct {
 	// Backend is "postgres" or "sqlite".
@@ -131,7 +136,7 @@ func (e *Env) setupPostgres(ctx context.Context, adminURL string) error {
 			fmt.Fprintln(os.Stderr, "testenv: drop database:", err)
 		}
 	})
-	store, err := models.OpenPostgres(e.DatabaseURL, 40)
+	store, err := models.OpenPostgres(e.DatabaseURL, testPoolSize)
 	if err != nil {
 		return err
 	}
