@@ -94,19 +94,11 @@ func runCampaign(ctx context.Context, cfg campaignConfig) (*campaignReport, erro
 	if cfg.PerMinute < 1 {
 		return nil, errors.New("per-minute must be at least 1")
 	}
-	snk, err := startSink(cfg.SinkAddr, cfg.SinkURL, cfg.Contacts+1024)
+	snk, err := openSink(ctx, cfg.API, cfg.SinkAddr, cfg.SinkURL, cfg.Contacts+1024, cfg.Progress)
 	if err != nil {
 		return nil, err
 	}
 	defer snk.Close()
-	secret, err := cfg.API.setWebhook(ctx, snk.URL())
-	if err != nil {
-		return nil, err
-	}
-	if err := snk.SetSecret(secret); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(cfg.Progress, "loadtest: webhook sink at %s\n", snk.URL())
 
 	var list struct {
 		ID string `json:"id"`

@@ -138,18 +138,10 @@ func runIncoming(ctx context.Context, cfg incomingConfig) (*incomingReport, erro
 	)
 	if !cfg.NoReplies {
 		var err error
-		if snk, err = startSink(cfg.SinkAddr, cfg.SinkURL, cfg.N+1024); err != nil {
+		if snk, err = openSink(ctx, cfg.API, cfg.SinkAddr, cfg.SinkURL, cfg.N+1024, cfg.Progress); err != nil {
 			return nil, err
 		}
 		defer snk.Close()
-		secret, err := cfg.API.setWebhook(ctx, snk.URL())
-		if err != nil {
-			return nil, err
-		}
-		if err := snk.SetSecret(secret); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(cfg.Progress, "loadtest: webhook sink at %s\n", snk.URL())
 	}
 	stopCollecting := tracker.collect(snk, cfg.Progress)
 	defer stopCollecting()

@@ -58,6 +58,25 @@ type sink struct {
 	once    sync.Once
 }
 
+// openSink starts a sink and registers it as the account's webhook, so that the deployment's replies
+// come to it signed with the secret the api gives back.
+func openSink(ctx context.Context, api *client, addr, publicURL string, buffer int, progress io.Writer) (*sink, error) {
+	snk, err := startSink(addr, publicURL, buffer)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := api.setWebhook(ctx, snk.URL())
+	if err == nil {
+		err = snk.SetSecret(secret)
+	}
+	if err != nil {
+		snk.Close()
+		return nil, err
+	}
+	fmt.Fprintf(progress, "loadtest: webhook sink at %s\n", snk.URL())
+	return snk, nil
+}
+
 // startSink listens on addr ("127.0.0.1:0" picks a free port) and serves until Close. publicURL is the
 // URL the deployment should call; "" means http://<the address listened on>/hook. buffer is the
 // capacity of Deliveries; a full channel makes the handler wait.
