@@ -42,7 +42,14 @@ func NormalizePhone(phone string) (string, error) {
 	if !phonenumbers.IsPossibleNumber(num) {
 		return "", Errorf(CodeInvalidPhone, "phone %q has the wrong number of digits for its country", p)
 	}
-	return phonenumbers.Format(num, phonenumbers.E164), nil
+	e164 := phonenumbers.Format(num, phonenumbers.E164)
+	// Some inputs (national prefixes after the country code, as in +20 0...) format to an E.164 form
+	// that parses to yet another number; such a number could be stored but never found again by the
+	// same phone, so it is refused (found by FuzzNormalizePhone).
+	if again, err := phonenumbers.Parse(e164, ""); err != nil || phonenumbers.Format(again, phonenumbers.E164) != e164 {
+		return "", Errorf(CodeInvalidPhone, "phone %q is not a valid phone number with a country code", p)
+	}
+	return e164, nil
 }
 
 // maxEmailLength is the longest address SMTP allows.
