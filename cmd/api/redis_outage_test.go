@@ -1,0 +1,483 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRedisOutageUnderLoadLosesNothing stops the api's and the worker's Redis for 10 s while clients keep
+// posting incoming messages, then starts it again empty (no persistence: every queue is lost). Clients
+// retry a 503 with the same messageSid until they get 200, as the README asks. Every accepted message
+// must then get exactly one reply at the webhook, brought back by the database sweep, and both processes
+// must ride out the outage without a 500 or a restart (README "Nothing accepted is lost", DESIGN.md 5).
+func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("in standalone mode Redis is in-process and cannot be stopped alone; the PostgreSQL pass runs this test")
+	}
+	redisBin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server is required in CI: %v", err)
+		}
+		t.Skipf("redis-server not installed: %v", err)
+	}
+
+	redisPort := freePort(t)
+	redisDir := t.TempDir()
+	rds := startRedis(t, redisBin, redisDir, redisPort)
+
+	sink := newReplySink(t)
+	port := freePort(t)
+	base := "http://127.0.0.1:" + port
+	environ := baseEnv("DATABASE_URL="+env.DatabaseURL, "REDIS_URL=redis://127.0.0.1:"+redisPort+"/0",
+		"PORT="+port, "REQUIRE_HTTPS=false", "WEBHOOK_ALLOW_PRIVATE=true", "SWEEP_INTERVAL=2s",
+		"WEBHOOK_RETRY_SCHEDULE=1s,1s,1s,1s", "RATE_LIMIT_PER_MINUTE=1000000")
+	if got := admin(t, environ, "migrate"); got["migrated"] != true {
+		t.Fatalf("migrate printed %v", got)
+	}
+	key, _ := admin(t, environ, "account", "create", "--email", "redis-outage@example.com")["apiKey"].(string)
+	if key == "" {
+		t.Fatal("account create printed no apiKey")
+	}
+	api := start(t, environ, "api")
+	worker := start(t, environ, "worker")
+	waitReady(t, base, api)
+	if status, body := call(t, "PUT", base+"/v1/settings/webhook", key, map[string]any{"url": sink.URL + "/hook"}); status != http.StatusOK {
+		t.Fatalf("set webhook: %d %v", status, body)
+	}
+
+	load := newIncomingLoad(base, key)
+	load.start(4, 100*time.Millisecond, 1*time.Second, time.Now().Add(3*time.Minute))
+	t.Cleanup(load.abandon) // a failed test leaves no client posting
+
+	time.Sleep(3 * time.Second) // normal load
+	load.redisDown.Store(true)
+	stoppedAt := time.Now()
+	rds.stop(t)
+	time.Sleep(5 * time.Second)
+	readyDuringOutage := readyzStatus(base)
+	time.Sleep(5 * time.Second)
+	rds = startRedis(t, redisBin, redisDir, redisPort)
+	restartedAt := time.Now()
+	load.redisDown.Store(false)
+	time.Sleep(3 * time.Second) // load after the restart
+	load.stop()
+	outage := restartedAt.Sub(stoppedAt)
+	if !load.wait(3 * time.Minute) {
+		t.Fatal("the load's clients still had unanswered messages 3 minutes after the load stopped")
+	}
+
+	r := load.result()
+	t.Logf("load: %d messages sent in %d requests (%d while Redis was down for %s); statuses %v",
+		len(r.sent), r.requests, r.requestsDown, outage.Round(time.Millisecond), r.statuses)
+	t.Logf("503s: %d seen (%d while Redis was down, %d messages saw at least one); first 503 body %s",
+		r.statuses[http.StatusServiceUnavailable], r.unavailableDown, r.saw503, r.first503)
+	t.Logf("slowest request: %s while Redis was down, %s otherwise; last 503 %s after the Redis restart",
+		r.slowestDown.Round(time.Millisecond), r.slowestUp.Round(time.Millisecond), r.last503.Sub(restartedAt).Round(time.Millisecond))
+
+	// The replies: each accepted message's fromId comes back as the reply's toId, exactly once.
+	replyDeadline := 90 * time.Second
+	loadStopped := time.Now()
+	allReplied := func() bool {
+		for _, from := range r.accepted {
+			if sink.repliesTo(from) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for !allReplied() && time.Since(loadStopped) < replyDeadline {
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A duplicate, if one were coming (a second sweep, a retried delivery), arrives within a few sweep
+	// intervals: wait three before counting.
+	time.Sleep(6 * time.Second)
+
+	lost, duplicated, deliveries, last := sink.tally(r.accepted)
+	sinceRestart := last.Sub(restartedAt)
+	t.Logf("replies: %d accepted messages, %d deliveries, %d lost, %d duplicated; last reply %s after the Redis restart",
+		len(r.accepted), deliveries, len(lost), len(duplicated), sinceRestart.Round(time.Millisecond))
+
+	for _, line := range strings.Split(worker.output(), "\n") {
+		if strings.Contains(line, "sweep: owed work found") {
+			t.Logf("worker: %s", line)
+		}
+	}
+
+	if r.unavailableDown == 0 {
+		t.Errorf("no 503 from the incoming endpoint while Redis was down (%d requests then)", r.requestsDown)
+	}
+	if r.badUnavailable != "" {
+		t.Errorf("a 503 on the incoming endpoint is not {\"error\":\"...\"}: %s", r.badUnavailable)
+	}
+	if r.statuses[http.StatusInternalServerError] > 0 {
+		t.Errorf("%d answers were 500, first: %s", r.statuses[http.StatusInternalServerError], r.first500)
+	}
+	for status, n := range r.statuses {
+		if status != http.StatusOK && status != http.StatusServiceUnavailable && status != http.StatusInternalServerError {
+			t.Errorf("%d answers with status %d (0 = no HTTP answer), first: %s", n, status, r.firstOther)
+		}
+	}
+	if len(r.unanswered) > 0 {
+		t.Errorf("%d of %d messages never got 200: %v", len(r.unanswered), len(r.sent), firstFew(r.unanswered))
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d accepted messages got no reply within %s of the load stopping: %v", len(lost), replyDeadline, firstFew(lost))
+	}
+	if len(duplicated) > 0 {
+		t.Errorf("%d duplicated replies: %v", len(duplicated), firstFew(duplicated))
+	}
+	if readyDuringOutage != http.StatusServiceUnavailable {
+		t.Errorf("/readyz during the outage: %d, want 503", readyDuringOutage)
+	}
+	for name, p := range map[string]*process{"api": api, "worker": worker} {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Errorf("%s exited during the test: %v", name, err)
+		default:
+		}
+	}
+	waitUntil(t, 30*time.Second, "/readyz to answer 200 after the Redis restart", func() bool {
+		return readyzStatus(base) == http.StatusOK
+	})
+}
+
+// startRedis runs a redis-server without persistence on port, in dir, and waits until it answers PING.
+func startRedis(t *testing.T, bin, dir, port string) *process {
+	t.Helper()
+	p := &process{done: make(chan error, 1), cmd: exec.Command(bin, "--port", port, "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no")}
+	p.cmd.Dir = dir
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("redis-server output:\n%s", p.output())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for !redisAnswers("127.0.0.1:" + port) {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("redis-server exited: %v\n%s", err, p.output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server not answering PING on port %s after 10 s\n%s", port, p.output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return p
+}
+
+func redisAnswers(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	return err == nil && strings.HasPrefix(line, "+PONG")
+}
+
+func readyzStatus(base string) int {
+	client := http.Client{Timeout: 5 * time.Second}
+	res, err := client.Get(base + "/readyz")
+	if err != nil {
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func firstFew(s []string) []string {
+	if len(s) > 10 {
+		return s[:10]
+	}
+	return s
+}
+
+// replySink answers every webhook call 200 and records its webhook-id and the reply's toId.
+type replySink struct {
+	*httptest.Server
+	mu         sync.Mutex
+	deliveries map[string]int             // webhook-id -> deliveries answered 200
+	replies    map[string]map[string]bool // toId -> distinct webhook-ids
+	last       time.Time                  // when the last delivery arrived
+	bad        []string                   // deliveries that could not be read
+}
+
+func newReplySink(t *testing.T) *replySink {
+	s := &replySink{deliveries: map[string]int{}, replies: map[string]map[string]bool{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var reply struct {
+			ToID string `json:"toId"`
+		}
+		id := r.Header.Get("webhook-id")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err := json.Unmarshal(raw, &reply); err != nil || id == "" || reply.ToID == "" {
+			s.bad = append(s.bad, fmt.Sprintf("webhook-id %q body %s", id, raw))
+		}
+		s.deliveries[id]++
+		if s.replies[reply.ToID] == nil {
+			s.replies[reply.ToID] = map[string]bool{}
+		}
+		s.replies[reply.ToID][id] = true
+		s.last = time.Now()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *replySink) repliesTo(toID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.replies[toID])
+}
+
+// tally compares the deliveries with the accepted messages' fromIds: lost has the fromIds without a
+// reply, duplicated describes every fromId with more than one reply and every webhook-id delivered more
+// than once, and every delivery that is not a reply to an accepted message.
+func (s *replySink) tally(accepted []string) (lost, duplicated []string, deliveries int, last time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[string]bool{}
+	for _, from := range accepted {
+		want[from] = true
+		switch n := len(s.replies[from]); {
+		case n == 0:
+			lost = append(lost, from)
+		case n > 1:
+			duplicated = append(duplicated, fmt.Sprintf("toId %s got %d distinct replies", from, n))
+		}
+	}
+	for id, n := range s.deliveries {
+		deliveries += n
+		if n > 1 {
+			duplicated = append(duplicated, fmt.Sprintf("webhook-id %s delivered %d times", id, n))
+		}
+	}
+	for to := range s.replies {
+		if !want[to] {
+			duplicated = append(duplicated, fmt.Sprintf("reply to %q, which no accepted message came from", to))
+		}
+	}
+	duplicated = append(duplicated, s.bad...)
+	sort.Strings(lost)
+	sort.Strings(duplicated)
+	return lost, duplicated, deliveries, s.last
+}
+
+// incomingLoad posts incoming messages from a few clients. A client that gets anything but 200 hands
+// the message to a retrier, which posts it again with the same messageSid every retryPause until it
+// gets 200 (or the give-up time passes), and goes on with a new message.
+type incomingLoad struct {
+	base, key string
+	client    *http.Client
+	redisDown atomic.Bool   // set by the test while Redis is stopped
+	stopping  chan struct{} // closed when the clients stop posting new messages
+	stopOnce  sync.Once
+	quit      chan struct{} // closed when the retriers give up too
+	quitOnce  sync.Once
+	wg        sync.WaitGroup
+
+	mu              sync.Mutex
+	sent            []string // fromId of every message, in the order first posted
+	accepted        []string // fromId of every message that got 200
+	unanswered      []string // fromId of every message that never got 200
+	requests        int
+	requestsDown    int
+	statuses        map[int]int // 0 = no HTTP answer
+	unavailableDown int
+	saw503          map[string]bool // fromIds of the messages any attempt of which was answered 503
+	first503        string
+	first500        string
+	firstOther      string
+	badUnavailable  string
+	slowestDown     time.Duration // the slowest request while Redis was down
+	slowestUp       time.Duration // the slowest request otherwise
+	last503         time.Time
+}
+
+func newIncomingLoad(base, key string) *incomingLoad {
+	return &incomingLoad{base: base, key: key, client: &http.Client{Timeout: 15 * time.Second},
+		stopping: make(chan struct{}), quit: make(chan struct{}), statuses: map[int]int{}, saw503: map[string]bool{}}
+}
+
+func (l *incomingLoad) start(clients int, pause, retryPause time.Duration, giveUp time.Time) {
+	run := fmt.Sprint(time.Now().UnixNano())
+	for c := 0; c < clients; c++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-l.stopping:
+					return
+				case <-time.After(pause):
+				}
+				from := fmt.Sprintf("outage-%s-%d-%d", run, c, n)
+				l.mu.Lock()
+				l.sent = append(l.sent, from)
+				l.mu.Unlock()
+				if l.post(from) {
+					continue
+				}
+				l.wg.Add(1)
+				go func() {
+					defer l.wg.Done()
+					l.retry(from, retryPause, giveUp)
+				}()
+			}
+		}()
+	}
+}
+
+func (l *incomingLoad) retry(from string, pause time.Duration, giveUp time.Time) {
+	for time.Now().Before(giveUp) {
+		select {
+		case <-l.quit:
+			return
+		case <-time.After(pause):
+		}
+		if l.post(from) {
+			return
+		}
+	}
+	l.mu.Lock()
+	l.unanswered = append(l.unanswered, from)
+	l.mu.Unlock()
+}
+
+// post sends the message whose messageSid and fromId are from, and reports whether it got 200.
+func (l *incomingLoad) post(from string) bool {
+	raw, _ := json.Marshal(map[string]any{"customData": map[string]any{
+		"messageSid": "sid-" + from, "fromId": from, "toId": "biz", "body": "hello from " + from}})
+	req, _ := http.NewRequest("POST", l.base+"/v1/incoming_custom_channel_message", bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+l.key)
+	down := l.redisDown.Load()
+	began := time.Now()
+	status, body := 0, ""
+	res, err := l.client.Do(req)
+	if err != nil {
+		body = err.Error()
+	} else {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		status, body = res.StatusCode, string(b)
+	}
+	took := time.Since(began)
+	down = down || l.redisDown.Load()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests++
+	l.statuses[status]++
+	if down {
+		l.requestsDown++
+		l.slowestDown = max(l.slowestDown, took)
+	} else {
+		l.slowestUp = max(l.slowestUp, took)
+	}
+	switch status {
+	case http.StatusOK:
+		l.accepted = append(l.accepted, from)
+		return true
+	case http.StatusServiceUnavailable:
+		if down {
+			l.unavailableDown++
+		}
+		l.last503 = time.Now()
+		if l.first503 == "" {
+			l.first503 = body
+		}
+		var m map[string]any
+		_ = json.Unmarshal([]byte(body), &m)
+		if msg, _ := m["error"].(string); msg == "" && l.badUnavailable == "" {
+			l.badUnavailable = body
+		}
+		l.saw503[from] = true
+	case http.StatusInternalServerError:
+		if l.first500 == "" {
+			l.first500 = body
+		}
+	default:
+		if l.firstOther == "" {
+			l.firstOther = fmt.Sprintf("%d %s", status, body)
+		}
+	}
+	return false
+}
+
+func (l *incomingLoad) stop() { l.stopOnce.Do(func() { close(l.stopping) }) }
+
+func (l *incomingLoad) abandon() {
+	l.stop()
+	l.quitOnce.Do(func() { close(l.quit) })
+}
+
+// wait reports whether every client and retrier finished within timeout.
+func (l *incomingLoad) wait(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() { l.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+type loadResult struct {
+	sent, accepted, unanswered                      []string
+	requests, requestsDown, unavailableDown, saw503 int
+	statuses                                        map[int]int
+	slowestDown, slowestUp                          time.Duration
+	last503                                         time.Time
+	first503, first500, firstOther, badUnavailable  string
+}
+
+func (l *incomingLoad) result() loadResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	statuses := map[int]int{}
+	for k, v := range l.statuses {
+		statuses[k] = v
+	}
+	return loadResult{
+		sent: append([]string(nil), l.sent...), accepted: append([]string(nil), l.accepted...),
+		unanswered: append([]string(nil), l.unanswered...), requests: l.requests, requestsDown: l.requestsDown,
+		unavailableDown: l.unavailableDown, saw503: len(l.saw503), statuses: statuses, first503: l.first503,
+		first500: l.first500, firstOther: l.firstOther, badUnavailable: l.badUnavailable,
+		slowestDown: l.slowestDown, slowestUp: l.slowestUp, last503: l.last503,
+	}
+}
