@@ -1,18 +1,9 @@
 package api
 
 import (
-	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
-	"io"
-	"net"
-	"strings"
-	"syscall"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/redis/go-redis/v9"
-	"github.com/uptrace/bun/driver/pgdriver"
 
 	"funnelchat/models"
 )
@@ -86,34 +77,8 @@ func classify(err error) (status int, code, msg string) {
 		}
 		return fiber.StatusBadRequest, de.Code, de.Message
 	}
-	if isUnavailable(err) {
+	if models.IsUnavailable(err) {
 		return fiber.StatusServiceUnavailable, models.CodeUnavailable, "a dependency is unavailable; retry shortly"
 	}
 	return fiber.StatusInternalServerError, models.CodeInternal, "internal error; retry shortly"
-}
-
-// isUnavailable reports whether err means the database or Redis could not be reached in time, as
-// opposed to a bug: the client may retry such a request.
-func isUnavailable(err error) bool {
-	var netErr net.Error
-	var pgErr pgdriver.Error
-	switch {
-	case errors.As(err, &netErr),
-		errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.EOF),
-		errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, driver.ErrBadConn),
-		errors.Is(err, sql.ErrConnDone),
-		errors.Is(err, redis.ErrClosed),
-		errors.Is(err, redis.ErrPoolTimeout):
-		return true
-	case errors.As(err, &pgErr):
-		// Class 08 is "connection exception"; 57P0x is a server shutting down or starting up.
-		state := pgErr.Field('C')
-		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P")
-	}
-	return false
 }

@@ -52,7 +52,7 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		if retried < maxRetry {
-			return err
+			return &externalError{err}
 		}
 		// Out of retries: a person answers instead of nobody.
 		h.Log.WarnContext(ctx, "bot gave up", "message_id", in.ID, "account_id", in.AccountID, "error", err.Error())

@@ -60,10 +60,30 @@ type rateLimited struct{ retryAfter time.Duration }
 
 func (e *rateLimited) Error() string { return fmt.Sprintf("paced: next slot in %s", e.retryAfter) }
 
+// isFailure is the worker's asynq IsFailure: whether an error spends one of the task's retries.
 func isFailure(err error) bool {
 	var rl *rateLimited
-	return !errors.As(err, &rl)
+	var ext *externalError
+	switch {
+	case errors.As(err, &rl):
+		return false
+	case errors.As(err, &ext):
+		return true // the model, a customer URL or a provider failed: that spends a retry
+	case models.IsUnavailable(err):
+		// Our own database or Redis is down or restarting: the task waits it out, however long,
+		// instead of running out of retries and being archived under its task id, where neither a
+		// later retry nor the sweep could bring the work back.
+		return false
+	}
+	return true
 }
+
+// externalError marks the failure of a service outside this one (the bot's model), so that a network
+// error from it counts as a failed try even though it looks like an outage of our own dependencies.
+type externalError struct{ err error }
+
+func (e *externalError) Error() string { return e.err.Error() }
+func (e *externalError) Unwrap() error { return e.err }
 
 // handleOpening writes and sends a campaign's opening message to one contact, at the campaign's pace.
 func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
@@ -195,7 +215,7 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 	req.FollowUp = true
 	resp, err := h.Bot.Reply(ctx, req)
 	if err != nil {
-		return err
+		return &externalError{err}
 	}
 	if resp.Handoff || resp.Text == "" {
 		return h.Store.StopFollowUps(ctx, send.ID)

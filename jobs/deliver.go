@@ -54,7 +54,7 @@ func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID, 
 	if res.OK() {
 		out.Error = ""
 		deliveries.WithLabelValues(transport, "sent").Inc()
-		return h.Store.RecordAttempt(ctx, messageID, out)
+		return h.recordSent(ctx, messageID, out)
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
@@ -73,4 +73,21 @@ func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID, 
 	}
 	deliveries.WithLabelValues(transport, "retry").Inc()
 	return &retryAt{err: errors.New(res.Error), at: next}
+}
+
+// recordSent records a delivery the receiver accepted. Failing here would retry the task and send the
+// message again, so an outage of our own database is waited out instead (until the task's deadline);
+// only a worker that dies meanwhile leaves a repeat, which the receiver drops by its webhook-id.
+func (h *Handler) recordSent(ctx context.Context, messageID string, out models.AttemptOutcome) error {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := h.Store.RecordAttempt(ctx, messageID, out)
+		if err == nil || !models.IsUnavailable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }

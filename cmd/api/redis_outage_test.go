@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,19 +40,31 @@ func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 	redisPort := freePort(t)
 	redisDir := t.TempDir()
 	rds := startRedis(t, redisBin, redisDir, redisPort)
+	outageUnderLoad(t, "redis-outage@example.com",
+		[]string{"DATABASE_URL=" + env.DatabaseURL, "REDIS_URL=redis://127.0.0.1:" + redisPort + "/0"},
+		func() { rds.stop(t) },
+		func() { rds = startRedis(t, redisBin, redisDir, redisPort) })
+}
 
-	sink := newReplySink(t)
+// outageUnderLoad runs an api and a worker with the given DATABASE_URL and REDIS_URL under a steady
+// load of incoming messages, calls down, waits 10 s, calls up, and checks that nothing was lost: every
+// message retried to a 200 gets exactly one reply, the incoming endpoint answered 503 in its string
+// form meanwhile and never 500, and both processes rode it out.
+func outageUnderLoad(t *testing.T, email string, backends []string, down, up func()) {
+	sink := newReplySink(t, 300*time.Millisecond)
 	port := freePort(t)
 	base := "http://127.0.0.1:" + port
-	environ := baseEnv("DATABASE_URL="+env.DatabaseURL, "REDIS_URL=redis://127.0.0.1:"+redisPort+"/0",
+	environ := baseEnv(append(backends,
 		"PORT="+port, "REQUIRE_HTTPS=false", "WEBHOOK_ALLOW_PRIVATE=true", "SWEEP_INTERVAL=2s",
-		"WEBHOOK_RETRY_SCHEDULE=1s,1s,1s,1s", "RATE_LIMIT_PER_MINUTE=1000000")
+		"WEBHOOK_RETRY_SCHEDULE=1s,1s,1s,1s", "RATE_LIMIT_PER_MINUTE=1000000")...)
 	if got := admin(t, environ, "migrate"); got["migrated"] != true {
 		t.Fatalf("migrate printed %v", got)
 	}
-	key, _ := admin(t, environ, "account", "create", "--email", "redis-outage@example.com")["apiKey"].(string)
-	if key == "" {
-		t.Fatal("account create printed no apiKey")
+	created := admin(t, environ, "account", "create", "--email", email)
+	key, _ := created["apiKey"].(string)
+	accountID, _ := created["accountId"].(string)
+	if key == "" || accountID == "" {
+		t.Fatalf("account create printed %v", created)
 	}
 	api := start(t, environ, "api")
 	worker := start(t, environ, "worker")
@@ -65,15 +78,15 @@ func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 	t.Cleanup(load.abandon) // a failed test leaves no client posting
 
 	time.Sleep(3 * time.Second) // normal load
-	load.redisDown.Store(true)
+	load.outage.Store(true)
 	stoppedAt := time.Now()
-	rds.stop(t)
+	down()
 	time.Sleep(5 * time.Second)
 	readyDuringOutage := readyzStatus(base)
 	time.Sleep(5 * time.Second)
-	rds = startRedis(t, redisBin, redisDir, redisPort)
+	up()
 	restartedAt := time.Now()
-	load.redisDown.Store(false)
+	load.outage.Store(false)
 	time.Sleep(3 * time.Second) // load after the restart
 	load.stop()
 	outage := restartedAt.Sub(stoppedAt)
@@ -82,11 +95,11 @@ func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 	}
 
 	r := load.result()
-	t.Logf("load: %d messages sent in %d requests (%d while Redis was down for %s); statuses %v",
+	t.Logf("load: %d messages sent in %d requests (%d during the %s outage); statuses %v",
 		len(r.sent), r.requests, r.requestsDown, outage.Round(time.Millisecond), r.statuses)
-	t.Logf("503s: %d seen (%d while Redis was down, %d messages saw at least one); first 503 body %s",
+	t.Logf("503s: %d seen (%d during the outage, %d messages saw at least one); first 503 body %s",
 		r.statuses[http.StatusServiceUnavailable], r.unavailableDown, r.saw503, r.first503)
-	t.Logf("slowest request: %s while Redis was down, %s otherwise; last 503 %s after the Redis restart",
+	t.Logf("slowest request: %s during the outage, %s otherwise; last 503 %s after the restart",
 		r.slowestDown.Round(time.Millisecond), r.slowestUp.Round(time.Millisecond), r.last503.Sub(restartedAt).Round(time.Millisecond))
 
 	// The replies: each accepted message's fromId comes back as the reply's toId, exactly once.
@@ -109,7 +122,7 @@ func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 
 	lost, duplicated, deliveries, last := sink.tally(r.accepted)
 	sinceRestart := last.Sub(restartedAt)
-	t.Logf("replies: %d accepted messages, %d deliveries, %d lost, %d duplicated; last reply %s after the Redis restart",
+	t.Logf("replies: %d accepted messages, %d deliveries, %d lost, %d duplicated; last reply %s after the restart",
 		len(r.accepted), deliveries, len(lost), len(duplicated), sinceRestart.Round(time.Millisecond))
 
 	for _, line := range strings.Split(worker.output(), "\n") {
@@ -119,7 +132,7 @@ func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 	}
 
 	if r.unavailableDown == 0 {
-		t.Errorf("no 503 from the incoming endpoint while Redis was down (%d requests then)", r.requestsDown)
+		t.Errorf("no 503 from the incoming endpoint during the outage (%d requests then)", r.requestsDown)
 	}
 	if r.badUnavailable != "" {
 		t.Errorf("a 503 on the incoming endpoint is not {\"error\":\"...\"}: %s", r.badUnavailable)
@@ -141,6 +154,16 @@ func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 	if len(duplicated) > 0 {
 		t.Errorf("%d duplicated replies: %v", len(duplicated), firstFew(duplicated))
 	}
+	// Every reply also shows as sent: a delivery whose attempt could not be recorded during the outage
+	// must not stay pending (or be archived) for good.
+	waitUntil(t, 30*time.Second, "every reply to show as sent", func() bool {
+		n, err := env.Store.DB().NewSelect().TableExpr("messages").
+			Where("account_id = ? AND direction = 'outgoing' AND status <> 'sent'", accountID).Count(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
 	if readyDuringOutage != http.StatusServiceUnavailable {
 		t.Errorf("/readyz during the outage: %d, want 503", readyDuringOutage)
 	}
@@ -152,7 +175,7 @@ func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 		default:
 		}
 	}
-	waitUntil(t, 30*time.Second, "/readyz to answer 200 after the Redis restart", func() bool {
+	waitUntil(t, 30*time.Second, "/readyz to answer 200 after the restart", func() bool {
 		return readyzStatus(base) == http.StatusOK
 	})
 }
@@ -232,9 +255,12 @@ type replySink struct {
 	bad        []string                   // deliveries that could not be read
 }
 
-func newReplySink(t *testing.T) *replySink {
+// newReplySink starts a sink that takes hold to answer each delivery, as a real receiver does, so
+// that deliveries are in flight when a dependency goes down.
+func newReplySink(t *testing.T, hold time.Duration) *replySink {
 	s := &replySink{deliveries: map[string]int{}, replies: map[string]map[string]bool{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(hold)
 		raw, _ := io.ReadAll(r.Body)
 		var reply struct {
 			ToID string `json:"toId"`
@@ -302,7 +328,7 @@ func (s *replySink) tally(accepted []string) (lost, duplicated []string, deliver
 type incomingLoad struct {
 	base, key string
 	client    *http.Client
-	redisDown atomic.Bool   // set by the test while Redis is stopped
+	outage    atomic.Bool   // set by the test while the dependency is down
 	stopping  chan struct{} // closed when the clients stop posting new messages
 	stopOnce  sync.Once
 	quit      chan struct{} // closed when the retriers give up too
@@ -322,7 +348,7 @@ type incomingLoad struct {
 	first500        string
 	firstOther      string
 	badUnavailable  string
-	slowestDown     time.Duration // the slowest request while Redis was down
+	slowestDown     time.Duration // the slowest request during the outage
 	slowestUp       time.Duration // the slowest request otherwise
 	last503         time.Time
 }
@@ -384,7 +410,7 @@ func (l *incomingLoad) post(from string) bool {
 	req, _ := http.NewRequest("POST", l.base+"/v1/incoming_custom_channel_message", bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+l.key)
-	down := l.redisDown.Load()
+	down := l.outage.Load()
 	began := time.Now()
 	status, body := 0, ""
 	res, err := l.client.Do(req)
@@ -396,7 +422,7 @@ func (l *incomingLoad) post(from string) bool {
 		status, body = res.StatusCode, string(b)
 	}
 	took := time.Since(began)
-	down = down || l.redisDown.Load()
+	down = down || l.outage.Load()
 
 	l.mu.Lock()
 	defer l.mu.Unlock()

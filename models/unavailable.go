@@ -1,0 +1,43 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun/driver/pgdriver"
+)
+
+// IsUnavailable reports whether err means the database or Redis could not be reached in time (down,
+// restarting, or too slow), as opposed to a bug or a refusal: the same request or task may simply be
+// tried again. The api answers such errors with 503 UNAVAILABLE; the worker retries such tasks without
+// spending their retry budget.
+func IsUnavailable(err error) bool {
+	var netErr net.Error
+	var pgErr pgdriver.Error
+	switch {
+	case errors.As(err, &netErr),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, redis.ErrClosed),
+		errors.Is(err, redis.ErrPoolTimeout):
+		return true
+	case errors.As(err, &pgErr):
+		// Class 08 is "connection exception"; 57P0x is a server shutting down or starting up.
+		state := pgErr.Field('C')
+		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P")
+	}
+	return false
+}
