@@ -14,6 +14,15 @@ import (
 // guarantee beyond it.
 const dedupeTTL = 24 * time.Hour
 
+// redisFastPathTimeout bounds the de-duplication key's Redis calls: the database decides without
+// them, so when Redis is down they must not hold the request (go-redis would retry dialing for
+// seconds).
+const redisFastPathTimeout = 250 * time.Millisecond
+
+// enqueueTimeout bounds an enqueue on the request path: work stored but not queued is answered 503
+// (incoming) or left to the sweep (sends), sooner than a client's own timeout would expire.
+const enqueueTimeout = 2 * time.Second
+
 type incomingRequest struct {
 	CustomData *struct {
 		MessageSid       *string `json:"messageSid"`
@@ -74,7 +83,10 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 	}
 	ctx, acc := c.UserContext(), accountOf(c)
 	key := dedupeKey(acc.ID, in.ExternalID)
-	if id, err := s.redis.Get(ctx, key).Result(); err == nil {
+	fastCtx, cancel := context.WithTimeout(ctx, redisFastPathTimeout)
+	id, err := s.redis.Get(fastCtx, key).Result()
+	cancel()
+	if err == nil {
 		return c.JSON(fiber.Map{"success": true, "messageId": id, "duplicate": true})
 	} else if err != redis.Nil {
 		s.log.Warn("dedupe fast path unavailable; the database decides", "error", err.Error(), "request_id", requestIDOf(c))
@@ -85,9 +97,11 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 		return err
 	}
 	c.Locals(localMessageID, msg.ID)
+	enqCtx, cancel := context.WithTimeout(ctx, enqueueTimeout)
+	defer cancel()
 	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
 		// Also on a duplicate: a client retrying after a 503 completes the enqueue that failed.
-		if err := s.queue.BotReply(ctx, msg.ID); err != nil {
+		if err := s.queue.BotReply(enqCtx, msg.ID); err != nil {
 			// Stored but not queued: the sweep would answer it later; a 503 makes the client retry
 			// sooner, and its retry is de-duplicated by messageSid.
 			s.log.Warn("incoming stored, bot reply not enqueued", "message_id", msg.ID, "error", err.Error())
@@ -95,7 +109,7 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 		}
 	}
 	if !duplicate && msg.MediaCheck != nil {
-		if err := s.queue.MediaCheck(ctx, msg.ID); err != nil {
+		if err := s.queue.MediaCheck(enqCtx, msg.ID); err != nil {
 			s.log.Warn("media link check not enqueued", "message_id", msg.ID, "error", err.Error())
 		}
 	}
@@ -109,6 +123,8 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 func dedupeKey(accountID, sid string) string { return "dedupe:incoming:" + accountID + ":" + sid }
 
 func (s *Server) rememberSid(ctx context.Context, key, messageID string) {
+	ctx, cancel := context.WithTimeout(ctx, redisFastPathTimeout)
+	defer cancel()
 	if err := s.redis.Set(ctx, key, messageID, dedupeTTL).Err(); err != nil {
 		s.log.Warn("dedupe fast path not updated", "error", err.Error())
 	}
@@ -163,7 +179,9 @@ func (s *Server) sendCustomMessage(c *fiber.Ctx) error {
 // if Redis refuses the sweep delivers it later; the request still succeeds, because a client retry of a
 // send would send the message twice.
 func (s *Server) enqueueDelivery(c *fiber.Ctx, msg *models.Message) {
-	if err := s.queue.Deliver(c.UserContext(), msg.ID, msg.DeliveryRound); err != nil {
+	ctx, cancel := context.WithTimeout(c.UserContext(), enqueueTimeout)
+	defer cancel()
+	if err := s.queue.Deliver(ctx, msg.ID, msg.DeliveryRound); err != nil {
 		s.log.Warn("outgoing stored, delivery not enqueued; the sweep will deliver it", "message_id", msg.ID,
 			"error", err.Error(), "request_id", requestIDOf(c))
 	}

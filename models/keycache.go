@@ -28,9 +28,12 @@ type keyCache struct {
 }
 
 const (
-	keyCacheTTL   = 5 * time.Minute
-	keyRevokedTTL = 24 * time.Hour
-	keyRevoked    = "revoked"
+	// keyCacheTimeout bounds a lookup: when Redis is slow or down the database answers instead, and a
+	// request should not wait out go-redis's dial retries first.
+	keyCacheTimeout = 250 * time.Millisecond
+	keyCacheTTL     = 5 * time.Minute
+	keyRevokedTTL   = 24 * time.Hour
+	keyRevoked      = "revoked"
 )
 
 // cachedAccount is what the cache keeps of an account.
@@ -55,6 +58,8 @@ func keyCacheKey(hash string) string { return "apikey:" + hash }
 // lookup returns the cached account for hash; fill reports whether a database answer may be cached
 // (false after a revoked mark or a Redis error).
 func (k *keyCache) lookup(ctx context.Context, hash string) (acc *Account, fill bool) {
+	ctx, cancel := context.WithTimeout(ctx, keyCacheTimeout)
+	defer cancel()
 	raw, err := k.rdb.Get(ctx, keyCacheKey(hash)).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -81,6 +86,8 @@ func (k *keyCache) fill(ctx context.Context, hash string, a *Account) {
 		return
 	}
 	// Best effort: without the entry the next request asks the database again.
+	ctx, cancel := context.WithTimeout(ctx, keyCacheTimeout)
+	defer cancel()
 	_ = k.rdb.SetNX(ctx, keyCacheKey(hash), raw, keyCacheTTL).Err()
 }
 
