@@ -97,3 +97,48 @@ func TestHundredMegabyteBodiesAreRefused(t *testing.T) {
 		t.Fatalf("heap in use grew by %d MiB after refusing the bodies", grown>>20)
 	}
 }
+
+// TestInjectedHeadersQueriesAndIdsGetA4xx sends header and query injection attempts and oversized ids:
+// each gets a 4xx naming the problem (or is harmless), never a 5xx, and nothing injected is echoed.
+func TestInjectedHeadersQueriesAndIdsGetA4xx(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=false")
+	_, key := newAccount(t)
+	long := strings.Repeat("x", 10000)
+	cases := []struct {
+		name, method, path string
+		body               any
+		headers            []string
+		status             int
+		code               string
+	}{
+		{"NUL in a phone lookup", "GET", "/v1/contacts?phoneNumber=%2B1415555%000123", nil, nil, 400, "INVALID_PHONE"},
+		{"CRLF in an email lookup", "GET", "/v1/contacts?email=a%40b.co%0D%0ABcc:%20x%40y.co", nil, nil, 400, "VALIDATION_ERROR"},
+		{"both lookups at once", "GET", "/v1/contacts?email=a%40b.co&phoneNumber=%2B14155550123", nil, nil, 400, "VALIDATION_ERROR"},
+		{"SQL in an id", "GET", "/v1/contacts/ct_1'%20OR%20'1'='1", nil, nil, 404, "NOT_FOUND"},
+		{"a 10,000-character id", "GET", "/v1/messages/" + long, nil, nil, 404, "NOT_FOUND"},
+		{"a 10,000-character cursor", "GET", "/v1/lists?cursor=" + long, nil, nil, 400, "VALIDATION_ERROR"},
+		{"CRLF in a webhook URL", "PUT", "/v1/settings/webhook", map[string]any{"url": "https://example.com/\r\nHost: evil"}, nil, 400, "VALIDATION_ERROR"},
+		{"a webhook URL with credentials to a private host", "PUT", "/v1/settings/webhook", map[string]any{"url": "https://user:pw@10.0.0.1/x"}, nil, 400, "VALIDATION_ERROR"},
+		{"markup as a request id", "GET", "/v1/lists", nil, []string{"X-Request-Id: <script>alert(1)</script>"}, 200, ""},
+		{"a limit that is not a number", "GET", "/v1/lists?limit=1;DROP%20TABLE%20lists", nil, nil, 400, "VALIDATION_ERROR"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := do(t, c.method, srv.URL+c.path, key, c.body, c.headers...)
+			if r.Status >= 500 {
+				t.Fatalf("status %d: %s", r.Status, r.Body)
+			}
+			if r.Status != c.status {
+				t.Fatalf("status %d, want %d: %.300s", r.Status, c.status, r.Body)
+			}
+			if c.code != "" {
+				if got := r.errorCode(t); got != c.code {
+					t.Fatalf("code %q, want %q: %s", got, c.code, r.Body)
+				}
+			}
+			if strings.Contains(r.Header.Get("X-Request-Id"), "<") || strings.Contains(string(r.Body), "<script>") {
+				t.Fatalf("injected markup echoed: %v %s", r.Header, r.Body)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"mime"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gabriel-vasile/mimetype"
 )
@@ -25,6 +26,10 @@ func checkMedia(rawURL, contentType string, maxBytes int) (string, string, error
 	}
 	if contentType == "" {
 		return "", "", Errorf(CodeValidation, "customData.mediaContentType is required when customData.mediaUrl is given")
+	}
+	if !utf8.ValidString(rawURL) || strings.ContainsRune(rawURL, 0) {
+		// JSON decoding already replaces invalid UTF-8, but the database would refuse it anyway.
+		return "", "", Errorf(CodeValidation, "customData.mediaUrl must be valid UTF-8 text without NUL characters")
 	}
 	declared, _, err := mime.ParseMediaType(contentType)
 	if err != nil || !strings.Contains(declared, "/") {
