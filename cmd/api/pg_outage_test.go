@@ -23,5 +23,6 @@ func TestPostgresOutageUnderLoadLosesNothing(t *testing.T) {
 	proxy := newCutProxy(t, u.Host)
 	u.Host = proxy.Addr()
 	outageUnderLoad(t, "pg-outage@example.com",
-		[]string{"DATABASE_URL=" + u.String(), "REDIS_URL=" + env.RedisURL}, proxy.Cut, proxy.Restore)
+		[]string{"DATABASE_URL=" + u.String(), "REDIS_URL=" + env.RedisURL},
+		fault{down: func(*deployment) { proxy.Cut() }, up: func(*deployment) { proxy.Restore() }, answers503: true})
 }
