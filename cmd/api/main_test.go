@@ -71,8 +71,16 @@ func (p *process) Write(b []byte) (int, error) {
 
 func start(t *testing.T, environ []string, name string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(filepath.Join(binDir, name), args...), done: make(chan error, 1)}
-	p.cmd.Env = environ
+	cmd := exec.Command(filepath.Join(binDir, name), args...)
+	cmd.Env = environ
+	return startCmd(t, name, cmd)
+}
+
+// startCmd starts cmd, collects its output, and kills it when the test ends (showing its output if the
+// test failed).
+func startCmd(t *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
+	p := &process{cmd: cmd, done: make(chan error, 1)}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

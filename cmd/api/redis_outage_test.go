@@ -207,21 +207,9 @@ func outageUnderLoad(t *testing.T, email string, backends []string, f fault) {
 // startRedis runs a redis-server without persistence on port, in dir, and waits until it answers PING.
 func startRedis(t *testing.T, bin, dir, port string) *process {
 	t.Helper()
-	p := &process{done: make(chan error, 1), cmd: exec.Command(bin, "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no")}
-	p.cmd.Dir = dir
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("redis-server output:\n%s", p.output())
-		}
-	})
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no")
+	cmd.Dir = dir
+	p := startCmd(t, "redis-server", cmd)
 	deadline := time.Now().Add(10 * time.Second)
 	for !redisAnswers("127.0.0.1:" + port) {
 		select {
