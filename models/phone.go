@@ -43,6 +43,11 @@ func NormalizePhone(phone string) (string, error) {
 		return "", Errorf(CodeInvalidPhone, "phone %q has the wrong number of digits for its country", p)
 	}
 	e164 := phonenumbers.Format(num, phonenumbers.E164)
+	// E.164 allows at most 15 digits; the parser accepts a few longer national numbers (found by
+	// FuzzNormalizePhone), which providers could not dial.
+	if len(e164) > 16 {
+		return "", Errorf(CodeInvalidPhone, "phone %q has more digits than an international number can have", p)
+	}
 	// Some inputs (national prefixes after the country code, as in +20 0...) format to an E.164 form
 	// that parses to yet another number; such a number could be stored but never found again by the
 	// same phone, so it is refused (found by FuzzNormalizePhone).
