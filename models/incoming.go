@@ -305,18 +305,10 @@ func newChannelContact(accountID, externalID string, fields ContactInput, at tim
 func contactForAddress(ctx context.Context, tx bun.Tx, accountID, externalID string) (*Contact, error) {
 	c := new(Contact)
 	var err error
-	switch {
-	case strings.HasPrefix(externalID, "+") || strings.HasPrefix(externalID, "00"):
-		phone, perr := NormalizePhone(externalID)
-		if perr != nil || phone == "" {
-			return nil, nil
-		}
+	switch phone, email := addressOf(externalID); {
+	case phone != "":
 		err = tx.NewSelect().Model(c).Where("account_id = ? AND phone = ?", accountID, phone).Scan(ctx)
-	case strings.Contains(externalID, "@"):
-		email, eerr := NormalizeEmail(externalID)
-		if eerr != nil || email == "" {
-			return nil, nil
-		}
+	case email != "":
 		err = tx.NewSelect().Model(c).Where("account_id = ? AND email = ? AND origin = ?", accountID, email, originAPI).Order("id").Limit(1).Scan(ctx)
 	default:
 		return nil, nil
@@ -328,6 +320,22 @@ func contactForAddress(ctx context.Context, tx bun.Tx, accountID, externalID str
 		return nil, err
 	}
 	return c, nil
+}
+
+// addressOf reads a sender id as an address: the normalized phone of an id in international phone
+// form (+ or 00), or the normalized email of an id with an @; both empty for any other id.
+func addressOf(externalID string) (phone, email string) {
+	switch {
+	case strings.HasPrefix(externalID, "+") || strings.HasPrefix(externalID, "00"):
+		if p, err := NormalizePhone(externalID); err == nil {
+			return p, ""
+		}
+	case strings.Contains(externalID, "@"):
+		if e, err := NormalizeEmail(externalID); err == nil {
+			return "", e
+		}
+	}
+	return "", ""
 }
 
 // contactIdentity maps a sender id on a custom channel (fromId) to its contact.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -185,15 +184,10 @@ func newIngestRow(m *Message, c *Contact) ingestRow {
 		MediaContentType: m.MediaContentType, MediaCheck: m.MediaCheck, ExternalID: m.ExternalID, ToID: m.ToID,
 		Status: m.Status, BotStatus: m.BotStatus, At: m.CreatedAt,
 	}
-	switch from := m.FromID; {
-	case strings.HasPrefix(from, "+") || strings.HasPrefix(from, "00"):
-		if phone, err := NormalizePhone(from); err == nil && phone != "" {
-			r.AddressPhone = &phone
-		}
-	case strings.Contains(from, "@"):
-		if email, err := NormalizeEmail(from); err == nil && email != "" {
-			r.AddressEmail = &email
-		}
+	if phone, email := addressOf(m.FromID); phone != "" {
+		r.AddressPhone = &phone
+	} else if email != "" {
+		r.AddressEmail = &email
 	}
 	return r
 }
