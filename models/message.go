@@ -100,8 +100,19 @@ func (s *Store) Message(ctx context.Context, id string) (*Message, error) {
 // MessageForWork returns a message with its contact and account (m.Contact, m.Account) in one query:
 // what a worker task needs before it answers or delivers. Errors: NOT_FOUND.
 func (s *Store) MessageForWork(ctx context.Context, id string) (*Message, error) {
+	// Runs twice per answered message, so it is prepared (see prepared.go); the statement and the
+	// query bun scans with come from one builder, so their columns cannot drift apart.
+	query := func(m *Message) *bun.SelectQuery {
+		return s.db.NewSelect().Model(m).Relation("Contact").Relation("Account")
+	}
+	conn, err := s.preparedConnFor(ctx, "message_for_work", func() string {
+		return query(nil).Where("message.id = $1").String()
+	}, id)
+	if err != nil {
+		return nil, fmt.Errorf("select message: %w", err)
+	}
 	m := new(Message)
-	err := s.db.NewSelect().Model(m).Relation("Contact").Relation("Account").Where("message.id = ?", id).Scan(ctx)
+	err = query(m).Conn(conn).Where("message.id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("message")
 	}
@@ -146,8 +157,19 @@ func (s *Store) ContactMessages(ctx context.Context, accountID, contactID string
 
 // RecentConversation returns up to n of the contact's latest messages, oldest first: the bot's context.
 func (s *Store) RecentConversation(ctx context.Context, contactID string, n int) ([]Message, error) {
+	// Runs for every bot reply, so it is prepared (see prepared.go), from the same builder as the
+	// query bun scans with.
+	query := func(model any) *bun.SelectQuery {
+		return s.db.NewSelect().Model(model).Order("id DESC").Limit(int64(n))
+	}
+	conn, err := s.preparedConnFor(ctx, fmt.Sprintf("recent_conversation_%d", n), func() string {
+		return query((*Message)(nil)).Where("contact_id = $1").String()
+	}, contactID)
+	if err != nil {
+		return nil, fmt.Errorf("recent conversation: %w", err)
+	}
 	var msgs []Message
-	err := s.db.NewSelect().Model(&msgs).Where("contact_id = ?", contactID).Order("id DESC").Limit(int64(n)).Scan(ctx)
+	err = query(&msgs).Conn(conn).Where("contact_id = ?", contactID).Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recent conversation: %w", err)
 	}
@@ -211,11 +233,7 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 		return q.Set("status = ?", StatusFailed).Set("error = ?", out.Error).Set("next_attempt_at = ?", out.NextAttemptAt)
 	}
 	if !s.IsSQLite() {
-		// One statement, so one round trip and one commit for the attempt and the status together.
-		if _, err := update(s.db).With("attempt", s.db.NewInsert().Model(a)).Exec(ctx); err != nil {
-			return fmt.Errorf("record attempt: %w", err)
-		}
-		return nil
+		return s.recordAttemptPG(ctx, a, out)
 	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
@@ -226,6 +244,42 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 		}
 		return nil
 	})
+}
+
+// recordAttemptSQL stores an attempt and the message's status as one prepared statement (see
+// prepared.go): one round trip, one commit, no planning. $9, the sent time, is NULL for a failure.
+var recordAttemptSQL = `WITH attempt AS (
+	INSERT INTO message_attempts (id, message_id, at, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)
+)
+UPDATE messages SET attempts = attempts + 1, status = $7, error = $5, next_attempt_at = $8, sent_at = COALESCE($9, sent_at)
+WHERE id = $2 AND status <> '` + StatusSent + `'`
+
+// recordAttemptPG is RecordAttempt on PostgreSQL.
+func (s *Store) recordAttemptPG(ctx context.Context, a *Attempt, out AttemptOutcome) error {
+	stmt, err := s.prepared(ctx, "record_attempt", func() string { return recordAttemptSQL })
+	if err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	status, sentAt, next := StatusSent, any(a.At), any(nil)
+	if out.Error != "" {
+		status, sentAt = StatusFailed, nil
+		if out.NextAttemptAt != nil {
+			next = *out.NextAttemptAt
+		}
+	}
+	_, err = stmt.ExecContext(ctx, a.ID, a.MessageID, a.At, orNil(a.StatusCode), orNil(a.Error), a.DurationMS, status, next, sentAt)
+	if err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	return nil
+}
+
+// orNil is *p, or a NULL argument when p is nil.
+func orNil[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // Redeliver queues a failed outgoing message again: it goes back to pending in a new delivery round,

@@ -218,19 +218,37 @@ func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignI
 	return m, event, nil
 }
 
+// createBotReplySQL inserts a bot reply unless the incoming message $13 has one, and marks that message
+// answered ($14), as one prepared statement (see prepared.go). The columns it leaves out are NULL or
+// their defaults in a new reply.
+var createBotReplySQL = `WITH reply AS (
+	INSERT INTO messages (id, account_id, contact_id, campaign_id, direction, channel, transport, message_type,
+		body, to_id, author, status, reply_to_id, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)
+	ON CONFLICT DO NOTHING RETURNING id
+), answered AS (
+	UPDATE messages SET bot_status = $14 WHERE id = $13
+)
+SELECT id FROM reply`
+
 // createBotReplyPG is CreateBotReply for a reply nobody pays for, on PostgreSQL: the reply and the
 // incoming message's bot status are written by one statement (atomic, one round trip and one commit
 // instead of four round trips). SQLite has no data-modifying WITH, so it takes the transaction.
 func (s *Store) createBotReplyPG(ctx context.Context, m *Message, incomingID string) (*Message, *RechargeEvent, error) {
-	var ids []string
-	err := s.db.NewSelect().
-		With("reply", s.db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Returning("id")).
-		With("answered", s.db.NewUpdate().Model((*Message)(nil)).Set("bot_status = ?", BotDone).Where("id = ?", incomingID)).
-		Table("reply").Column("id").Scan(ctx, &ids)
+	stmt, err := s.prepared(ctx, "create_bot_reply", func() string { return createBotReplySQL })
 	if err != nil {
 		return nil, nil, fmt.Errorf("create bot reply: %w", err)
 	}
-	if len(ids) == 0 { // answered before (the task ran twice): the existing reply is the one to deliver
+	rows, err := stmt.QueryContext(ctx, m.ID, m.AccountID, m.ContactID, orNil(m.CampaignID), m.Direction, m.Channel,
+		m.Transport, m.MessageType, m.Body, m.ToID, m.Author, m.Status, incomingID, BotDone, m.CreatedAt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create bot reply: %w", err)
+	}
+	inserted := rows.Next()
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, nil, fmt.Errorf("create bot reply: %w", err)
+	}
+	if !inserted { // answered before (the task ran twice): the existing reply is the one to deliver
 		if err := s.db.NewSelect().Model(m).Where("reply_to_id = ?", incomingID).Scan(ctx); err != nil {
 			return nil, nil, fmt.Errorf("create bot reply: read existing: %w", err)
 		}

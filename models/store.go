@@ -32,6 +32,8 @@ type Store struct {
 	ingest *ingestBatcher
 	// keys caches API keys in Redis (see UseKeyCache); nil: every request asks the database.
 	keys *keyCache
+	// stmts are the prepared statements of hot queries (PostgreSQL only; see prepared.go).
+	stmts statements
 }
 
 // OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker
@@ -70,6 +72,7 @@ func (s *Store) Close() error {
 	if s.ingest != nil {
 		s.ingest.close()
 	}
+	s.closeStatements()
 	return s.db.Close()
 }
 
