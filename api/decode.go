@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gofiber/fiber/v2"
 
 	"funnelchat/models"
@@ -16,11 +17,15 @@ import (
 
 // decodeJSON decodes the request body into v (a pointer to a struct). Unknown fields are ignored, so
 // clients can send more than we read; a field of the wrong type is VALIDATION_ERROR naming the field;
-// an empty body, a body that is not one JSON object, or trailing data is INVALID_JSON.
+// an empty body, a body that is not one JSON object, trailing data, invalid UTF-8 or a repeated member
+// name is INVALID_JSON.
 func decodeJSON(c *fiber.Ctx, v any) error {
 	body := c.Body()
 	if len(bytes.TrimSpace(body)) == 0 {
 		return models.Errorf(models.CodeInvalidJSON, "request body is empty: send a JSON object")
+	}
+	if err := checkJSONText(body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
@@ -35,6 +40,28 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return models.Errorf(models.CodeInvalidJSON, "request body must be exactly one JSON object")
+	}
+	return nil
+}
+
+// checkJSONText refuses what encoding/json would quietly repair: invalid UTF-8 (raw, or an escaped
+// lone surrogate), which it stores as U+FFFD, and a repeated member name, whose last value it keeps
+// while whoever checked the first saw another. jsontext reads the body as RFC 7493 (I-JSON) requires.
+func checkJSONText(body []byte) error {
+	_, err := jsontext.NewDecoder(bytes.NewReader(body)).ReadValue()
+	var syntax *jsontext.SyntacticError
+	if err == nil || !errors.As(err, &syntax) {
+		return nil // well formed, or a fault the decoder below names in its own words
+	}
+	where := ""
+	if p := string(syntax.JSONPointer); p != "" && len(p) <= 200 { // the client's own names, bounded
+		where = " at " + p
+	}
+	switch {
+	case errors.Is(err, jsontext.ErrDuplicateName):
+		return models.Errorf(models.CodeInvalidJSON, "request body repeats the member%s: send each member once", where)
+	case strings.Contains(syntax.Err.Error(), "UTF-8"), strings.Contains(syntax.Err.Error(), "surrogate"):
+		return models.Errorf(models.CodeInvalidJSON, "request body has a string that is not valid UTF-8 (or has a lone surrogate)%s", where)
 	}
 	return nil
 }

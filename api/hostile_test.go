@@ -142,3 +142,35 @@ func TestInjectedHeadersQueriesAndIdsGetA4xx(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONThatDecodersRepairIsRefused sends what encoding/json alone would accept after quietly
+// changing it (invalid UTF-8 and lone surrogates become U+FFFD; of a repeated member the last counts,
+// though a client or proxy that checked the first saw another): each is 400 INVALID_JSON saying where.
+func TestJSONThatDecodersRepairIsRefused(t *testing.T) {
+	srv := startServer(t)
+	_, key := newAccount(t)
+	cases := []struct{ name, body, want string }{
+		{"invalid UTF-8", "{\"name\":\"a\xffb\"}", "not valid UTF-8 (or has a lone surrogate) at /name"},
+		{"a lone surrogate", `{"name":"a\ud800b"}`, "not valid UTF-8 (or has a lone surrogate) at /name"},
+		{"a repeated member", `{"name":"a","name":"b"}`, "repeats the member at /name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := do(t, "POST", srv.URL+"/v1/lists", key, c.body)
+			expect(t, r, http.StatusBadRequest, "INVALID_JSON")
+			if !strings.Contains(string(r.Body), c.want) {
+				t.Fatalf("body %s, want it to say %q", r.Body, c.want)
+			}
+		})
+	}
+	// A surrogate pair is one valid character, and stays accepted.
+	expect(t, do(t, "POST", srv.URL+"/v1/lists", key, `{"name":"smile \ud83d\ude00"}`), http.StatusCreated, "")
+
+	// The incoming endpoint answers in its string form; a repeated messageSid would otherwise store the
+	// message under the second id.
+	r := do(t, "POST", srv.URL+incomingEndpoint, key, `{"customData":{"messageSid":"a","messageSid":"b","fromId":"u","toId":"b","body":"x"}}`)
+	expect(t, r, http.StatusBadRequest, "")
+	if !strings.Contains(string(r.Body), "repeats the member at /customData/messageSid") {
+		t.Fatalf("body %s, want the repeated member named", r.Body)
+	}
+}
