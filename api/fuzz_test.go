@@ -32,13 +32,7 @@ func FuzzIncomingPayload(f *testing.F) {
 	srv := startServer(f, "RATE_LIMIT_PER_MINUTE=1000000")
 	_, key := newAccount(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := http.NewRequest("POST", srv.URL+"/v1/incoming_custom_channel_message", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("x-api-key", key)
-		res, err := httpClient.Do(req)
+		res, err := postRaw(t, srv.URL+"/v1/incoming_custom_channel_message", key, bytes.NewReader(body))
 		if err != nil {
 			t.Fatalf("request failed: %v", err)
 		}

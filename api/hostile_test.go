@@ -79,13 +79,7 @@ func TestHundredMegabyteBodiesAreRefused(t *testing.T) {
 				}
 			})
 			t.Run("streamed "+path, func(t *testing.T) {
-				req, err := http.NewRequest("POST", srv.URL+path, &zeros{left: size})
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("x-api-key", key)
-				res, err := httpClient.Do(req)
+				res, err := postRaw(t, srv.URL+path, key, &zeros{left: size})
 				if err != nil {
 					// The server closed the connection while the client was still sending (it stops
 					// reading past the limit): refused, which is what matters.

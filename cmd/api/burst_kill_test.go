@@ -40,30 +40,7 @@ func TestWorkerKilledDuringABurst(t *testing.T) {
 		return len(bySender)
 	}
 
-	port := freePort(t)
-	base := "http://127.0.0.1:" + port
-	common := []string{"PORT=" + port, "SWEEP_INTERVAL=2s", "WEBHOOK_ALLOW_PRIVATE=true", "RATE_LIMIT_PER_MINUTE=100000"}
-	var environ []string
-	var key string
-	var api, victim *process
-	if env.Postgres() {
-		environ = baseEnv(append(common, "DATABASE_URL="+env.DatabaseURL, "REDIS_URL="+env.RedisURL, "REQUIRE_HTTPS=false")...)
-		key = admin(t, environ, "account", "create", "--email", "burst-kill@example.com")["apiKey"].(string)
-		api = start(t, environ, "api")
-		start(t, environ, "worker")
-		victim = start(t, environ, "worker")
-	} else {
-		environ = baseEnv(append(common, "DATA_DIR="+t.TempDir())...)
-		api = start(t, environ, "api")
-		victim = api
-	}
-	waitReady(t, base, api)
-	if key == "" {
-		key = demoKey(t, api.output())
-	}
-	if status, body := call(t, "PUT", base+"/v1/settings/webhook", key, map[string]any{"url": sink.URL + "/hook"}); status != http.StatusOK {
-		t.Fatalf("set webhook: %d %v", status, body)
-	}
+	d := startKillDeployment(t, "burst-kill@example.com", 2, sink.URL+"/hook", "RATE_LIMIT_PER_MINUTE=100000")
 
 	var wg sync.WaitGroup
 	next := make(chan int, n)
@@ -76,7 +53,7 @@ func TestWorkerKilledDuringABurst(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				status, body := call(t, "POST", base+"/v1/incoming_custom_channel_message", key, map[string]any{
+				status, body := d.call("POST", "/v1/incoming_custom_channel_message", map[string]any{
 					"customData": map[string]any{"messageSid": fmt.Sprint("burst-", i), "fromId": fmt.Sprint("burst-sender-", i), "toId": "biz", "body": "hello"},
 				})
 				if status != http.StatusOK {
@@ -91,16 +68,8 @@ func TestWorkerKilledDuringABurst(t *testing.T) {
 	}
 
 	waitUntil(t, 60*time.Second, "replies to be flowing before the kill", func() bool { return answered() >= 20 })
-	if err := victim.cmd.Process.Kill(); err != nil { // SIGKILL: no graceful shutdown
-		t.Fatal(err)
-	}
-	<-victim.done
-	victim.done <- nil
+	d.killVictim(false)
 	killedAt, atKill := time.Now(), answered()
-	if !env.Postgres() {
-		api = start(t, environ, "api")
-		waitReady(t, base, api)
-	}
 	waitUntil(t, 240*time.Second, "a reply to every message", func() bool { return answered() == n })
 	recovery := time.Since(killedAt)
 	time.Sleep(3 * time.Second) // a second reply, if one were coming, would be on its way by now

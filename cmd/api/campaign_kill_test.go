@@ -38,36 +38,15 @@ func TestWorkerKilledMidCampaign(t *testing.T) {
 		return len(byContact), deliveries
 	}
 
-	port := freePort(t)
-	base := "http://127.0.0.1:" + port
-	common := []string{"PORT=" + port, "SWEEP_INTERVAL=2s", "WEBHOOK_ALLOW_PRIVATE=true"}
-	var environ []string
-	var key string
-	var api, victim *process
-	if env.Postgres() {
-		environ = baseEnv(append(common, "DATABASE_URL="+env.DatabaseURL, "REDIS_URL="+env.RedisURL, "REQUIRE_HTTPS=false")...)
-		key = admin(t, environ, "account", "create", "--email", "campaign-kill@example.com")["apiKey"].(string)
-		api = start(t, environ, "api")
-		start(t, environ, "worker")
-		victim = start(t, environ, "worker")
-	} else {
-		environ = baseEnv(append(common, "DATA_DIR="+t.TempDir())...)
-		api = start(t, environ, "api")
-		victim = api
-	}
-	waitReady(t, base, api)
-	if key == "" {
-		key = demoKey(t, api.output())
-	}
+	d := startKillDeployment(t, "campaign-kill@example.com", 2, sink.URL+"/hook")
 	mustCall := func(method, path string, body any, want int) map[string]any {
 		t.Helper()
-		status, m := call(t, method, base+path, key, body)
+		status, m := d.call(method, path, body)
 		if status != want {
 			t.Fatalf("%s %s: %d %v", method, path, status, m)
 		}
 		return m
 	}
-	mustCall("PUT", "/v1/settings/webhook", map[string]any{"url": sink.URL + "/hook"}, http.StatusOK)
 	listID := mustCall("POST", "/v1/lists", map[string]any{"name": "leads"}, http.StatusCreated)["id"].(string)
 	mustCall("POST", "/v1/campaigns", map[string]any{
 		"name": "kill test", "listId": listID, "channel": "custom:chat", "status": "live",
@@ -83,15 +62,7 @@ func TestWorkerKilledMidCampaign(t *testing.T) {
 
 	waitUntil(t, 30*time.Second, "a few openings before the kill", func() bool { c, _ := received(); return c >= 6 })
 	killed := time.Now()
-	if err := victim.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-victim.done
-	victim.done <- nil
-	if !env.Postgres() {
-		api = start(t, environ, "api")
-		waitReady(t, base, api)
-	}
+	d.killVictim(false)
 	waitUntil(t, 240*time.Second, "every contact's opening", func() bool { c, _ := received(); return c == n })
 	recovered := time.Since(killed)
 	time.Sleep(3 * time.Second) // a duplicate, if one were coming, would be on its way by now

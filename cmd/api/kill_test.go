@@ -67,30 +67,8 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 // in SQLite. Either way the reply arrives exactly once, with one webhook-id.
 func TestKilledWorkerLosesAndDuplicatesNothing(t *testing.T) {
 	sink := newBlockingSink(t)
-	port := freePort(t)
-	base := "http://127.0.0.1:" + port
-	common := []string{"PORT=" + port, "SWEEP_INTERVAL=2s", "WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_RETRY_SCHEDULE=1s,1s,1s,1s"}
-
-	var environ []string
-	var key string
-	var api, worker *process
-	if env.Postgres() {
-		environ = baseEnv(append(common, "DATABASE_URL="+env.DatabaseURL, "REDIS_URL="+env.RedisURL, "REQUIRE_HTTPS=false")...)
-		key = admin(t, environ, "account", "create", "--email", "kill@example.com")["apiKey"].(string)
-		api = start(t, environ, "api")
-		worker = start(t, environ, "worker")
-	} else {
-		environ = baseEnv(append(common, "DATA_DIR="+t.TempDir())...)
-		api = start(t, environ, "api")
-	}
-	waitReady(t, base, api)
-	if key == "" {
-		key = demoKey(t, api.output())
-	}
-	if status, body := call(t, "PUT", base+"/v1/settings/webhook", key, map[string]any{"url": sink.URL + "/hook"}); status != http.StatusOK {
-		t.Fatalf("set webhook: %d %v", status, body)
-	}
-	status, body := call(t, "POST", base+"/v1/incoming_custom_channel_message", key, map[string]any{
+	d := startKillDeployment(t, "kill@example.com", 1, sink.URL+"/hook", "WEBHOOK_RETRY_SCHEDULE=1s,1s,1s,1s")
+	status, body := d.call("POST", "/v1/incoming_custom_channel_message", map[string]any{
 		"customData": map[string]any{"messageSid": "kill-1", "fromId": "nora", "toId": "biz", "body": "hello"},
 	})
 	if status != http.StatusOK {
@@ -98,22 +76,7 @@ func TestKilledWorkerLosesAndDuplicatesNothing(t *testing.T) {
 	}
 	waitUntil(t, 20*time.Second, "the delivery to reach the sink", func() bool { r, _ := sink.counts(); return r >= 1 })
 
-	victim := worker
-	if victim == nil {
-		victim = api
-	}
-	if err := victim.cmd.Process.Kill(); err != nil { // SIGKILL: no graceful shutdown
-		t.Fatal(err)
-	}
-	<-victim.done
-	victim.done <- nil
-
-	if env.Postgres() {
-		worker = start(t, environ, "worker")
-	} else {
-		api = start(t, environ, "api")
-		waitReady(t, base, api)
-	}
+	d.killVictim(true)
 	waitUntil(t, 200*time.Second, "the reply to be delivered after the kill", func() bool { _, c := sink.counts(); return len(c) >= 1 })
 	time.Sleep(3 * time.Second) // a duplicate, if one were coming, would be on its way by now
 	received, completed := sink.counts()
@@ -125,12 +88,12 @@ func TestKilledWorkerLosesAndDuplicatesNothing(t *testing.T) {
 		t.Fatalf("webhook-id %q", replyID)
 	}
 	waitUntil(t, 10*time.Second, "the reply to show as sent", func() bool {
-		_, m := call(t, "GET", base+"/v1/messages/"+replyID, key, nil)
+		_, m := d.call("GET", "/v1/messages/"+replyID, nil)
 		return m["status"] == "sent"
 	})
-	_, conv := call(t, "GET", base+"/v1/messages/"+replyID, key, nil)
+	_, conv := d.call("GET", "/v1/messages/"+replyID, nil)
 	contactID, _ := conv["contactId"].(string)
-	_, msgs := call(t, "GET", base+"/v1/contacts/"+contactID+"/messages", key, nil)
+	_, msgs := d.call("GET", "/v1/contacts/"+contactID+"/messages", nil)
 	if data, _ := msgs["data"].([]any); len(data) != 2 {
 		t.Fatalf("conversation has %d messages, want the incoming one and one reply: %v", len(data), msgs)
 	}
