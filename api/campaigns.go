@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"github.com/gofiber/fiber/v2"
 
 	"funnelchat/models"
@@ -45,6 +47,7 @@ func (s *Server) createCampaign(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	campaign.Sends = &models.SendCounts{} // a new campaign owes no one yet
 	return c.Status(fiber.StatusCreated).JSON(campaign)
 }
 
@@ -59,14 +62,23 @@ func (s *Server) patchCampaign(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.enqueueOpenings(c, resumed)
+	if resumed != nil {
+		s.enqueueOpenings(c, resumed.Openings)
+		s.enqueueFollowUps(c, resumed.FollowUps)
+	}
+	if err := s.store.CountSends(c.UserContext(), campaign); err != nil {
+		return err
+	}
 	return c.JSON(campaign)
 }
 
-// getCampaign: GET /v1/campaigns/{id}.
+// getCampaign: GET /v1/campaigns/{id} -> the campaign with its sends counted.
 func (s *Server) getCampaign(c *fiber.Ctx) error {
 	campaign, err := s.store.CampaignByID(c.UserContext(), accountOf(c).ID, c.Params("id"))
 	if err != nil {
+		return err
+	}
+	if err := s.store.CountSends(c.UserContext(), campaign); err != nil {
 		return err
 	}
 	return c.JSON(campaign)
@@ -82,6 +94,13 @@ func (s *Server) listCampaigns(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	all := make([]*models.Campaign, len(campaigns))
+	for i := range campaigns {
+		all[i] = &campaigns[i]
+	}
+	if err := s.store.CountSends(c.UserContext(), all...); err != nil {
+		return err
+	}
 	return c.JSON(pageBody(campaigns, next))
 }
 
@@ -91,5 +110,17 @@ func (s *Server) enqueueOpenings(c *fiber.Ctx, sends []models.DueSend) {
 	if err := s.queue.Openings(c.UserContext(), sends); err != nil {
 		s.log.Warn("opening messages stored, not all enqueued; the sweep will send them", "count", len(sends),
 			"error", err.Error(), "request_id", requestIDOf(c))
+	}
+}
+
+// enqueueFollowUps queues the follow-ups a campaign's pause held, due now; each waits for its slot at
+// the campaign's pacing rate. A Redis failure only delays them until the sweep.
+func (s *Server) enqueueFollowUps(c *fiber.Ctx, due []models.DueFollowUp) {
+	for _, f := range due {
+		if err := s.queue.FollowUp(c.UserContext(), f.SendID, f.Step, time.Now()); err != nil {
+			s.log.Warn("held follow-ups released, not all enqueued; the sweep will send them", "count", len(due),
+				"error", err.Error(), "request_id", requestIDOf(c))
+			return
+		}
 	}
 }

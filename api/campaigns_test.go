@@ -276,3 +276,60 @@ func TestFollowUpsAndRepliesInTheCampaignsVoice(t *testing.T) {
 		t.Fatalf("Tia has %d campaign messages, want 2: a reply cancels the follow-ups", n)
 	}
 }
+
+func TestFollowUpsDueWhilePausedAreSentWhenLiveAtThePacingRate(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorker(t)
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	// One follow-up about 5.4 s after each opening; one send a second after the first three.
+	campaignID, listID := liveCampaign(t, srv, key, map[string]any{
+		"followUpsEnabled": true, "followUpDelaysHours": []float64{0.0015}, "sendRatePerMinute": 60,
+	})
+	var ids []string
+	for i := 0; i < 4; i++ {
+		ids = append(ids, namedContact(t, srv, key, fmt.Sprintf("+1415555%04d", 7000+i), "F"))
+	}
+	expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactIds": ids}), http.StatusCreated, "")
+	waitFor(t, 10*time.Second, "the four openings", func() bool { return len(campaignMessages(t, campaignID)) == 4 })
+	r := do(t, "PATCH", srv.URL+"/v1/campaigns/"+campaignID, key, map[string]any{"status": "paused"})
+	expect(t, r, http.StatusOK, "")
+	if s := r.JSON(t)["sends"].(map[string]any); s["sent"] != 4.0 || s["queued"] != 0.0 {
+		t.Fatalf("sends after the openings: %v", s)
+	}
+
+	held := func() int {
+		n, err := env.Store.DB().NewSelect().Table("campaign_sends").Where("campaign_id = ? AND follow_up_held", campaignID).Count(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(n)
+	}
+	waitFor(t, 20*time.Second, "the four follow-ups to fall due and be held", func() bool { return held() == 4 })
+	time.Sleep(2 * time.Second) // a sweep runs every second in tests: it must not send held follow-ups either
+	if n := len(campaignMessages(t, campaignID)); n != 4 {
+		t.Fatalf("%d campaign messages while paused, want the 4 openings only", n)
+	}
+
+	expect(t, do(t, "PATCH", srv.URL+"/v1/campaigns/"+campaignID, key, map[string]any{"status": "live"}), http.StatusOK, "")
+	waitFor(t, 20*time.Second, "the held follow-ups after going live", func() bool { return len(campaignMessages(t, campaignID)) == 8 })
+	if n := held(); n != 0 {
+		t.Fatalf("%d follow-ups still held", n)
+	}
+	var followUps []time.Time
+	perContact := map[string]int{}
+	for _, m := range campaignMessages(t, campaignID) {
+		perContact[m.ContactID]++
+		if perContact[m.ContactID] == 2 {
+			followUps = append(followUps, m.CreatedAt)
+		}
+	}
+	if len(followUps) != 4 || len(perContact) != 4 {
+		t.Fatalf("follow-ups per contact: %v", perContact)
+	}
+	// Paced like openings: at 60 a minute no more than three go at once, so the last is at least about
+	// a second after the first.
+	if span := followUps[3].Sub(followUps[0]); span < 900*time.Millisecond {
+		t.Fatalf("the four held follow-ups went out within %s: not paced", span)
+	}
+}

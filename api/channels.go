@@ -40,3 +40,39 @@ func (s *Server) putWhatsAppSettings(c *fiber.Ctx) error {
 		"appSecretSet": req.AppSecret != "", "verifyTokenSet": req.VerifyToken != "",
 	})
 }
+
+// putMessengerSettings: PUT /v1/settings/channels/messenger {"pageId","pageAccessToken","appSecret",
+// "verifyToken"} -> 200 with the page id only. Errors: VALIDATION_ERROR, CONFLICT when another account
+// has connected the page.
+func (s *Server) putMessengerSettings(c *fiber.Ctx) error {
+	var req models.MessengerSettings
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	v, err := req.Meta()
+	if err != nil {
+		return err
+	}
+	if err := s.store.SetMetaSettings(c.UserContext(), accountOf(c).ID, models.ChannelMessenger, v); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"pageId": v.ID, "pageAccessTokenSet": true, "appSecretSet": true, "verifyTokenSet": true})
+}
+
+// putInstagramSettings: PUT /v1/settings/channels/instagram {"accountId","accessToken","appSecret",
+// "verifyToken"} -> 200 with the Instagram account id only. Errors: VALIDATION_ERROR, CONFLICT when
+// another account has connected the Instagram account.
+func (s *Server) putInstagramSettings(c *fiber.Ctx) error {
+	var req models.InstagramSettings
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	v, err := req.Meta()
+	if err != nil {
+		return err
+	}
+	if err := s.store.SetMetaSettings(c.UserContext(), accountOf(c).ID, models.ChannelInstagram, v); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"accountId": v.ID, "accessTokenSet": true, "appSecretSet": true, "verifyTokenSet": true})
+}

@@ -198,6 +198,14 @@ func TestHostileInputSoakKeepsMemorySteady(t *testing.T) {
 		// Very long ids.
 		{"a 10,000-character message id", request("GET", "/v1/messages/"+long, nil), []int{404}, o},
 		{"a 10,000-character contact id", request("POST", "/v1/contacts/"+long+"/messages", []byte(`{"body":"x"}`)), []int{404}, o},
+
+		// Meta's webhooks: no API key there; a batch that is not signed is refused before it is read,
+		// one that is signed but not JSON (or nested beyond reason) is malformed.
+		{"an unsigned Messenger batch", request("POST", "/v1/channels/messenger/inbound", []byte(`{"object":"page","entry":[{"id":"1`+soakMarker+`"}]}`)), []int{401}, o},
+		{"100,000 nested arrays to the Instagram webhook", request("POST", "/v1/channels/instagram/inbound", []byte(strings.Repeat("[", 100000)+strings.Repeat("]", 100000)), "X-Hub-Signature-256: sha256=00"), []int{400}, o},
+		{"invalid UTF-8 to the Messenger webhook", request("POST", "/v1/channels/messenger/inbound", []byte("\xff\xfe"+soakMarker), "X-Hub-Signature-256: sha256=00"), []int{400}, o},
+		{"a Messenger batch whose entry has no id", request("POST", "/v1/channels/messenger/inbound", []byte(`{"object":"page","entry":[{"messaging":[{"message":{"text":"`+soakMarker+`"}}]}]}`), "X-Hub-Signature-256: sha256=00"), []int{400}, o},
+		{"a lone surrogate in the bot's instructions", request("PUT", "/v1/settings/bot", []byte(`{"instructions":"\udc00`+soakMarker+`"}`)), []int{400}, o},
 		{"a 10,000-character campaign id", request("PATCH", "/v1/campaigns/"+long, []byte(`{}`)), []int{404}, o},
 		{"a 10,000-character messageSid", incoming(`"messageSid":"` + long + `","fromId":"u","toId":"b","body":"x"`), []int{400}, s},
 		{"a 10,000-character cursor", request("GET", "/v1/lists?cursor="+long, nil), []int{400}, o},

@@ -14,6 +14,7 @@ import (
 
 // Inbound provider webhooks carry no API key: the provider's signature, checked with the account's
 // credentials, is what authenticates them. Messages then take the same path as custom-channel ones.
+// Messenger and Instagram are in meta_inbound.go.
 
 // smsInbound: POST /v1/channels/sms/inbound, Twilio's form webhook. The account is the one whose SMS
 // credentials have the AccountSid and the number written to; X-Twilio-Signature must verify with its
@@ -71,7 +72,7 @@ func (s *Server) ingestProviderMessage(c *fiber.Ctx, accountID string, in models
 	if err := in.Validate(s.cfg.MaxMediaBytes); err != nil {
 		return err
 	}
-	msg, _, err := s.store.IngestIncoming(c.UserContext(), accountID, in)
+	msg, duplicate, err := s.store.IngestIncoming(c.UserContext(), accountID, in)
 	if err != nil {
 		return err
 	}
@@ -80,26 +81,35 @@ func (s *Server) ingestProviderMessage(c *fiber.Ctx, accountID string, in models
 			s.log.Warn("inbound stored, bot reply not enqueued; the sweep will answer it", "message_id", msg.ID, "error", err.Error())
 		}
 	}
+	if !duplicate && msg.MediaCheck != nil {
+		if err := s.queue.MediaCheck(c.UserContext(), msg.ID); err != nil {
+			s.log.Warn("media link check not enqueued", "message_id", msg.ID, "error", err.Error())
+		}
+	}
 	return nil
 }
 
-// whatsAppVerify: GET /v1/channels/whatsapp/inbound, Meta's subscription challenge: echoes
-// hub.challenge when hub.verify_token is one an account configured.
-func (s *Server) whatsAppVerify(c *fiber.Ctx) error {
-	token := c.Query("hub.verify_token")
-	if c.Query("hub.mode") != "subscribe" || token == "" {
-		return models.Errorf(models.CodeForbidden, "not a subscription challenge")
-	}
-	tokens, err := s.store.WhatsAppVerifyTokens(c.UserContext())
-	if err != nil {
-		return err
-	}
-	for _, t := range tokens {
-		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
-			return c.SendString(c.Query("hub.challenge"))
+// metaVerify answers Meta's subscription check on GET /v1/channels/{whatsapp,messenger,instagram}/inbound:
+// hub.challenge as text/plain when hub.mode is subscribe and hub.verify_token is the verify token an
+// account configured for that channel; 403 otherwise.
+func (s *Server) metaVerify(kind string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		token := c.Query("hub.verify_token")
+		if c.Query("hub.mode") != "subscribe" || token == "" {
+			return models.Errorf(models.CodeForbidden, "not a subscription check: hub.mode=subscribe and hub.verify_token are required")
 		}
+		tokens, err := s.store.VerifyTokens(c.UserContext(), kind)
+		if err != nil {
+			return err
+		}
+		for _, t := range tokens {
+			if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+				c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
+				return c.SendString(c.Query("hub.challenge"))
+			}
+		}
+		return models.Errorf(models.CodeForbidden, "unknown verify token")
 	}
-	return models.Errorf(models.CodeForbidden, "unknown verify token")
 }
 
 // whatsAppWebhook is the part of Meta's webhook body we read.
@@ -117,11 +127,14 @@ type whatsAppWebhook struct {
 					} `json:"profile"`
 				} `json:"contacts"`
 				Messages []struct {
-					From     string                 `json:"from"`
-					ID       string                 `json:"id"`
-					Type     string                 `json:"type"`
-					Text     struct{ Body string }  `json:"text"`
-					Reaction struct{ Emoji string } `json:"reaction"`
+					From     string                `json:"from"`
+					ID       string                `json:"id"`
+					Type     string                `json:"type"`
+					Text     struct{ Body string } `json:"text"`
+					Reaction struct {
+						Emoji     string `json:"emoji"`
+						MessageID string `json:"message_id"`
+					} `json:"reaction"`
 				} `json:"messages"`
 			} `json:"value"`
 		} `json:"changes"`
@@ -169,7 +182,7 @@ func (s *Server) whatsAppInbound(c *fiber.Ctx) error {
 				case "text":
 					in.Body = m.Text.Body
 				case "reaction":
-					in.Body, in.MessageType = m.Reaction.Emoji, models.MessageTypeReaction
+					in.Body, in.MessageType, in.ReactsTo = m.Reaction.Emoji, models.MessageTypeReaction, m.Reaction.MessageID
 				default:
 					in.Body = "(" + m.Type + " message)"
 				}

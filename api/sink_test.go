@@ -15,6 +15,7 @@ import (
 
 // delivery is one request a sink received.
 type delivery struct {
+	Path   string
 	Header http.Header
 	Body   []byte
 	At     time.Time
@@ -35,7 +36,7 @@ func newSink(t testing.TB, respond func(n int, w http.ResponseWriter, r *http.Re
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
-		s.received = append(s.received, delivery{Header: r.Header.Clone(), Body: body, At: time.Now()})
+		s.received = append(s.received, delivery{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, At: time.Now()})
 		n := len(s.received)
 		s.mu.Unlock()
 		if s.respond != nil {

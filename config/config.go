@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Config holds every setting of DESIGN.md section 7.
+// Config holds every setting of the README's "Configuration" table.
 type Config struct {
 	Port        int
 	DatabaseURL string
@@ -55,6 +55,10 @@ type Config struct {
 
 	SMSAPIBaseURL      string
 	WhatsAppAPIBaseURL string
+	// The Send API of Messenger and Instagram, version segment included; empty: Meta's own
+	// (https://graph.facebook.com/v23.0, https://graph.instagram.com/v23.0).
+	MessengerAPIBaseURL string
+	InstagramAPIBaseURL string
 }
 
 // Load reads the configuration through getenv (os.Getenv in the binaries, a map in tests). The error
@@ -109,6 +113,8 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.LogLevel = r.level("LOG_LEVEL", slog.LevelInfo)
 	c.SMSAPIBaseURL = r.httpURL("SMS_API_BASE_URL")
 	c.WhatsAppAPIBaseURL = r.httpURL("WHATSAPP_API_BASE_URL")
+	c.MessengerAPIBaseURL = r.httpURL("MESSENGER_API_BASE_URL")
+	c.InstagramAPIBaseURL = r.httpURL("INSTAGRAM_API_BASE_URL")
 	if r.err != nil {
 		return nil, r.err
 	}

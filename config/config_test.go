@@ -28,7 +28,7 @@ func production(extra map[string]string) map[string]string {
 	return vars
 }
 
-// defaults is the configuration of DESIGN.md section 7 with nothing set (standalone mode).
+// defaults is the configuration of the README's "Configuration" table with nothing set (standalone mode).
 func defaults() *config.Config {
 	return &config.Config{
 		Port:                   8080,
@@ -162,6 +162,8 @@ func TestLoadValues(t *testing.T) {
 		"LOG_LEVEL":                 "DEBUG",
 		"SMS_API_BASE_URL":          "http://127.0.0.1:9000",
 		"WHATSAPP_API_BASE_URL":     "https://graph.facebook.com/v19.0",
+		"MESSENGER_API_BASE_URL":    "http://127.0.0.1:9001/v23.0",
+		"INSTAGRAM_API_BASE_URL":    "http://127.0.0.1:9002/v23.0",
 	})))
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +195,8 @@ func TestLoadValues(t *testing.T) {
 		LogLevel:               slog.LevelDebug,
 		SMSAPIBaseURL:          "http://127.0.0.1:9000",
 		WhatsAppAPIBaseURL:     "https://graph.facebook.com/v19.0",
+		MessengerAPIBaseURL:    "http://127.0.0.1:9001/v23.0",
+		InstagramAPIBaseURL:    "http://127.0.0.1:9002/v23.0",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -298,6 +302,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"LOG_LEVEL unknown", map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL"},
 		{"SMS_API_BASE_URL without scheme", map[string]string{"SMS_API_BASE_URL": "localhost:9000"}, "SMS_API_BASE_URL"},
 		{"WHATSAPP_API_BASE_URL without host", map[string]string{"WHATSAPP_API_BASE_URL": "https://"}, "WHATSAPP_API_BASE_URL"},
+		{"MESSENGER_API_BASE_URL not http", map[string]string{"MESSENGER_API_BASE_URL": "ftp://graph.example.com"}, "MESSENGER_API_BASE_URL"},
+		{"INSTAGRAM_API_BASE_URL without host", map[string]string{"INSTAGRAM_API_BASE_URL": "https://"}, "INSTAGRAM_API_BASE_URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

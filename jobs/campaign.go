@@ -28,7 +28,7 @@ type FollowUpPayload struct {
 	Step   int    `json:"step"`
 }
 
-// openingBurst is how many opening messages go out at once before pacing starts (SPEC.md 6.2: one to
+// openingBurst is how many opening messages go out at once before pacing starts (one to
 // three contacts added at once are sent immediately); the limiter allows no burst beyond it.
 const openingBurst = 3
 
@@ -126,8 +126,12 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if to == "" {
-		return h.Store.SetSendStatus(ctx, send.ID, models.SendSkipped, "the contact has no address on "+campaign.Channel)
+	if reason, err := h.unreachable(ctx, campaign, contact, to); err != nil || reason != "" {
+		if err != nil {
+			return err
+		}
+		campaignSendFailures.Inc()
+		return h.Store.SetSendStatus(ctx, send.ID, models.SendFailed, reason)
 	}
 	if err := h.pace(ctx, campaign, send.ID); err != nil {
 		return err
@@ -147,6 +151,20 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 		return h.Queue.FollowUp(ctx, send.ID, 1, m.CreatedAt.Add(hours(delays[0])))
 	}
 	return nil
+}
+
+// unreachable says why a campaign's message cannot go to the contact at the address to ("" when it
+// can): it has no address on the campaign's channel, or, on Messenger and Instagram, has not written
+// within Meta's 24-hour window, outside which a business may not open a conversation. Such a send is
+// recorded as failed with the reason rather than dropped, and no provider is called.
+func (h *Handler) unreachable(ctx context.Context, c *models.Campaign, contact *models.Contact, to string) (string, error) {
+	if models.IsMetaChannel(c.Channel) {
+		return h.Store.MetaReachability(ctx, contact.ID, c.Channel, to, time.Now())
+	}
+	if to == "" {
+		return models.ReasonNoChannelIdentity + ": the contact has no address on " + c.Channel, nil
+	}
+	return "", nil
 }
 
 // sleepBeforeSlot is how close to its slot a send waits in the handler rather than being rescheduled:
@@ -194,8 +212,12 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if campaign.Status != models.CampaignLive || !campaign.FollowUpsEnabled {
+	if !campaign.FollowUpsEnabled {
 		return h.Store.StopFollowUps(ctx, send.ID)
+	}
+	if campaign.Status != models.CampaignLive {
+		// Held: resuming the campaign queues it again, to go out at the pacing rate.
+		return h.Store.HoldFollowUp(ctx, send.ID)
 	}
 	replied, err := h.Store.ContactWroteSince(ctx, send.ContactID, *send.SentAt)
 	if err != nil {
@@ -206,6 +228,11 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 	}
 	contact, err := h.Store.ContactByID(ctx, send.AccountID, send.ContactID)
 	if err != nil {
+		return err
+	}
+	// Follow-ups share the channel's pace with openings, so that the follow-ups a pause held do not
+	// all go at once when the campaign is live again.
+	if err := h.pace(ctx, campaign, fmt.Sprintf("%s:followup:%d", send.ID, p.Step)); err != nil {
 		return err
 	}
 	req, err := h.campaignBotRequest(ctx, campaign, contact, nil, "")

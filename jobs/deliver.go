@@ -11,7 +11,7 @@ import (
 	"funnelchat/models"
 )
 
-// replyPayload is the body of the outbound custom-channel webhook (SPEC.md 6.1).
+// replyPayload is the body of the outbound custom-channel webhook (ReplyWebhookPayload in the OpenAPI document).
 type replyPayload struct {
 	ContactID string `json:"contactId"`
 	MessageID string `json:"messageId"`
@@ -50,7 +50,7 @@ func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
 
 // recordDelivery stores the attempt's outcome and tells asynq whether to retry.
 func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID, transport string, res DeliveryResult) error {
-	out := models.AttemptOutcome{StatusCode: res.StatusCode, Error: res.Error, Duration: res.Duration}
+	out := models.AttemptOutcome{StatusCode: res.StatusCode, Error: res.Error, Duration: res.Duration, ProviderID: res.ProviderID}
 	if res.OK() {
 		out.Error = ""
 		deliveries.WithLabelValues(transport, "sent").Inc()

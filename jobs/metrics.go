@@ -40,4 +40,7 @@ var (
 	campaignSends = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "funnelchat_campaign_openings_total", Help: "Campaign opening messages written.",
 	})
+	campaignSendFailures = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "funnelchat_campaign_openings_failed_total", Help: "Campaign openings recorded as failed: the contact cannot be reached on the channel.",
+	})
 )

@@ -32,10 +32,12 @@ const (
 	// WhatsAppAPIVersion is the Graph API version of the WhatsApp Cloud API requests.
 	WhatsAppAPIVersion = "v21.0"
 
-	defaultSMSAPIBaseURL      = "https://api.twilio.com"
-	defaultWhatsAppAPIBaseURL = "https://graph.facebook.com"
-	defaultProviderTimeout    = 10 * time.Second
-	providerUserAgent         = "funnelchat/1"
+	defaultSMSAPIBaseURL       = "https://api.twilio.com"
+	defaultWhatsAppAPIBaseURL  = "https://graph.facebook.com"
+	defaultMessengerAPIBaseURL = "https://graph.facebook.com/v23.0"
+	defaultInstagramAPIBaseURL = "https://graph.instagram.com/v23.0"
+	defaultProviderTimeout     = 10 * time.Second
+	providerUserAgent          = "funnelchat/1"
 	// redactedSecret replaces a credential wherever a provider's answer echoes it.
 	redactedSecret = "[redacted]"
 )
@@ -54,25 +56,35 @@ type WhatsAppTemplate struct {
 	Parameters []string
 }
 
-// ProviderClient sends through the SMS and WhatsApp providers over its own HTTP client. It is safe for
-// concurrent use and meant to be shared, so that connections to a provider are reused.
+// ProviderClient sends through the SMS, WhatsApp, Messenger and Instagram providers over its own HTTP
+// client. It is safe for concurrent use and meant to be shared, so that connections to a provider are
+// reused.
 type ProviderClient struct {
-	client       *http.Client
-	smsBase      string
-	whatsAppBase string
-	timeout      time.Duration
+	client        *http.Client
+	smsBase       string
+	whatsAppBase  string
+	messengerBase string
+	instagramBase string
+	timeout       time.Duration
 }
 
-// NewProviderClient returns a client for the SMS API at baseSMS (SMS_API_BASE_URL; https://api.twilio.com
-// when empty) and the WhatsApp Cloud API at baseWhatsApp (WHATSAPP_API_BASE_URL; https://graph.facebook.com
-// when empty). Each request, from dialing to reading the response, must finish within timeout (10 s when
-// timeout is not positive). Redirects are not followed.
-func NewProviderClient(baseSMS, baseWhatsApp string, timeout time.Duration) *ProviderClient {
-	if strings.TrimSpace(baseSMS) == "" {
-		baseSMS = defaultSMSAPIBaseURL
-	}
-	if strings.TrimSpace(baseWhatsApp) == "" {
-		baseWhatsApp = defaultWhatsAppAPIBaseURL
+// ProviderEndpoints are the providers' base URLs; an empty one is the provider's public API.
+type ProviderEndpoints struct {
+	SMS       string // SMS_API_BASE_URL; https://api.twilio.com
+	WhatsApp  string // WHATSAPP_API_BASE_URL; https://graph.facebook.com (the version is appended)
+	Messenger string // MESSENGER_API_BASE_URL; https://graph.facebook.com/v23.0 (with the version)
+	Instagram string // INSTAGRAM_API_BASE_URL; https://graph.instagram.com/v23.0 (with the version)
+}
+
+// NewProviderClient returns a client for the providers at endpoints. Each request, from dialing to
+// reading the response, must finish within timeout (10 s when timeout is not positive). Redirects are
+// not followed.
+func NewProviderClient(endpoints ProviderEndpoints, timeout time.Duration) *ProviderClient {
+	base := func(configured, def string) string {
+		if strings.TrimSpace(configured) == "" {
+			return def
+		}
+		return strings.TrimRight(strings.TrimSpace(configured), "/")
 	}
 	if timeout <= 0 {
 		timeout = defaultProviderTimeout
@@ -94,9 +106,11 @@ func NewProviderClient(baseSMS, baseWhatsApp string, timeout time.Duration) *Pro
 				return http.ErrUseLastResponse
 			},
 		},
-		smsBase:      strings.TrimRight(strings.TrimSpace(baseSMS), "/"),
-		whatsAppBase: strings.TrimRight(strings.TrimSpace(baseWhatsApp), "/"),
-		timeout:      timeout,
+		smsBase:       base(endpoints.SMS, defaultSMSAPIBaseURL),
+		whatsAppBase:  base(endpoints.WhatsApp, defaultWhatsAppAPIBaseURL),
+		messengerBase: base(endpoints.Messenger, defaultMessengerAPIBaseURL),
+		instagramBase: base(endpoints.Instagram, defaultInstagramAPIBaseURL),
+		timeout:       timeout,
 	}
 }
 
@@ -199,11 +213,50 @@ type whatsAppParameter struct {
 	Text string `json:"text"`
 }
 
-// providerAPI is how one provider's answers read.
+// providerAPI is how one provider's answers read. Every provider's answers are classified alike (see
+// post); only reading its bodies differs.
 type providerAPI struct {
-	name      string                                            // "twilio", "whatsapp": prefixes the provider's error codes
-	messageID func(body []byte) string                          // the accepted message's id in a 2xx body
-	apiError  func(body []byte) (code, message string, ok bool) // the provider's error in a failure body
+	name      string                   // "twilio", "whatsapp", "messenger", "instagram"
+	messageID func(body []byte) string // the accepted message's id in a 2xx body
+	// apiError reads the provider's error in a failure body: the text stored with the message, and
+	// whether the provider says the failure is throttling, which a later attempt may get past. ok is
+	// false when the body is not the provider's error.
+	apiError func(body []byte) (text string, throttled, ok bool)
+	// bareErrors stores the provider's error text alone, without "HTTP <status>: " before it (the
+	// attempt keeps the status code).
+	bareErrors bool
+}
+
+// providerCodeError reads the {"code","message"} error bodies of Twilio, and of the Graph API under
+// "error" (nested true), as "<name> <code>: <message>".
+func providerCodeError(name string, nested bool) func(body []byte) (string, bool, bool) {
+	return func(body []byte) (string, bool, bool) {
+		var e struct {
+			Code    json.Number `json:"code"`
+			Message string      `json:"message"`
+		}
+		if nested {
+			var wrapped struct {
+				Error *struct {
+					Code    json.Number `json:"code"`
+					Message string      `json:"message"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(body, &wrapped) != nil || wrapped.Error == nil {
+				return "", false, false
+			}
+			e.Code, e.Message = wrapped.Error.Code, wrapped.Error.Message
+		} else if json.Unmarshal(body, &e) != nil {
+			return "", false, false
+		}
+		if e.Message == "" {
+			return "", false, false
+		}
+		if e.Code == "" {
+			return name + ": " + e.Message, false, true
+		}
+		return name + " " + e.Code.String() + ": " + e.Message, false, true
+	}
 }
 
 var twilioAPI = providerAPI{
@@ -215,16 +268,7 @@ var twilioAPI = providerAPI{
 		_ = json.Unmarshal(body, &ok)
 		return ok.SID
 	},
-	apiError: func(body []byte) (string, string, bool) {
-		var e struct {
-			Code    json.Number `json:"code"`
-			Message string      `json:"message"`
-		}
-		if json.Unmarshal(body, &e) != nil || e.Message == "" {
-			return "", "", false
-		}
-		return e.Code.String(), e.Message, true
-	},
+	apiError: providerCodeError("twilio", false),
 }
 
 var whatsAppAPI = providerAPI{
@@ -240,18 +284,7 @@ var whatsAppAPI = providerAPI{
 		}
 		return ok.Messages[0].ID
 	},
-	apiError: func(body []byte) (string, string, bool) {
-		var e struct {
-			Error struct {
-				Code    json.Number `json:"code"`
-				Message string      `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
-			return "", "", false
-		}
-		return e.Error.Code.String(), e.Error.Message, true
-	},
+	apiError: providerCodeError("whatsapp", true),
 }
 
 // providerCall is one POST to a provider.
@@ -306,19 +339,20 @@ func (p *ProviderClient) post(ctx context.Context, call providerCall) (res Deliv
 	case code >= 300 && code <= 399:
 		res.Error = fmt.Sprintf("HTTP %d: redirect not followed", code)
 	default:
+		res.Error = fmt.Sprintf("HTTP %d", code)
+		res.Retryable = retryableStatus(code)
 		detail := string(body)
-		if apiCode, message, ok := call.api.apiError(body); ok {
-			detail = call.api.name + " " + apiCode + ": " + message
-			if apiCode == "" {
-				detail = call.api.name + ": " + message
+		if text, throttled, ok := call.api.apiError(body); ok {
+			detail = text
+			res.Retryable = res.Retryable || throttled
+			if call.api.bareErrors {
+				res.Error = ""
 			}
 		}
-		res.Error = fmt.Sprintf("HTTP %d", code)
 		// Redacted before the cut, so that no part of a credential survives at the end of the excerpt.
 		if excerpt := responseExcerpt([]byte(redactSecrets(detail, call.secrets))); excerpt != "" {
-			res.Error += ": " + excerpt
+			res.Error = strings.TrimPrefix(res.Error+": "+excerpt, ": ")
 		}
-		res.Retryable = retryableStatus(code)
 	}
 	return res
 }

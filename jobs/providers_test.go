@@ -134,7 +134,7 @@ func TestSendSMSPostsTwilioMessage(t *testing.T) {
 	fp := newFakeProvider(t, answer(http.StatusCreated,
 		`{"sid":"SM5ef8732a3c49700934481addd5ce1659","status":"queued","to":"+15558675310"}`))
 	// A trailing slash on the configured base URL must not double the slash in the path.
-	client := NewProviderClient(fp.URL+"/", "", 5*time.Second)
+	client := NewProviderClient(ProviderEndpoints{SMS: fp.URL + "/"}, 5*time.Second)
 
 	res := client.SendSMS(context.Background(), testSMSCreds, "+15558675310", "Hi Ana, thanks & welcome! 👋")
 	checkResult(t, res, DeliveryResult{StatusCode: 201, ProviderID: "SM5ef8732a3c49700934481addd5ce1659"})
@@ -217,7 +217,7 @@ func TestSendSMSOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fp := newFakeProvider(t, tt.respond)
-			res := NewProviderClient(fp.URL, "", 5*time.Second).SendSMS(context.Background(), testSMSCreds, "+15558675310", "hi")
+			res := NewProviderClient(ProviderEndpoints{SMS: fp.URL}, 5*time.Second).SendSMS(context.Background(), testSMSCreds, "+15558675310", "hi")
 			checkResult(t, res, tt.want)
 			if n := fp.count(); n != 1 {
 				t.Errorf("provider received %d requests, want 1", n)
@@ -229,7 +229,7 @@ func TestSendSMSOutcomes(t *testing.T) {
 func TestSendSMSTimesOut(t *testing.T) {
 	fp := newFakeProvider(t, hangUntilCanceled(t))
 	start := time.Now()
-	res := NewProviderClient(fp.URL, "", 200*time.Millisecond).SendSMS(context.Background(), testSMSCreds, "+15558675310", "hi")
+	res := NewProviderClient(ProviderEndpoints{SMS: fp.URL}, 200*time.Millisecond).SendSMS(context.Background(), testSMSCreds, "+15558675310", "hi")
 	if elapsed := time.Since(start); elapsed > 3*time.Second {
 		t.Errorf("SendSMS took %v with a 200ms timeout", elapsed)
 	}
@@ -237,7 +237,7 @@ func TestSendSMSTimesOut(t *testing.T) {
 }
 
 func TestSendSMSConnectionRefused(t *testing.T) {
-	res := NewProviderClient(closedAddress(t), "", 5*time.Second).SendSMS(context.Background(), testSMSCreds, "+15558675310", "hi")
+	res := NewProviderClient(ProviderEndpoints{SMS: closedAddress(t)}, 5*time.Second).SendSMS(context.Background(), testSMSCreds, "+15558675310", "hi")
 	checkResult(t, res, DeliveryResult{Retryable: true, Error: "connection refused"})
 }
 
@@ -245,7 +245,7 @@ func TestSendSMSIncompleteCredentials(t *testing.T) {
 	fp := newFakeProvider(t, answer(http.StatusCreated, `{"sid":"SM1"}`))
 	creds := testSMSCreds
 	creds.AuthToken, creds.From = "", " "
-	res := NewProviderClient(fp.URL, "", 5*time.Second).SendSMS(context.Background(), creds, "+15558675310", "hi")
+	res := NewProviderClient(ProviderEndpoints{SMS: fp.URL}, 5*time.Second).SendSMS(context.Background(), creds, "+15558675310", "hi")
 	if res.OK() || res.Retryable || res.Error != "SMS credentials incomplete: missing authToken, from" {
 		t.Errorf("result = %+v, want a final failure naming the missing fields", res)
 	}
@@ -267,7 +267,7 @@ func TestSendNeverReturnsCredentials(t *testing.T) {
 		_, _ = io.WriteString(w, "bad auth "+auth+" (token "+token+")")
 	}
 	fp := newFakeProvider(t, echo)
-	client := NewProviderClient(fp.URL, fp.URL, 5*time.Second)
+	client := NewProviderClient(ProviderEndpoints{SMS: fp.URL, WhatsApp: fp.URL}, 5*time.Second)
 	basic := base64.StdEncoding.EncodeToString([]byte(testSMSCreds.AccountSID + ":" + testSMSCreds.AuthToken))
 	tests := []struct {
 		channel string
@@ -371,7 +371,7 @@ func TestSendWhatsAppMessages(t *testing.T) {
 			fp := newFakeProvider(t, answer(http.StatusOK,
 				`{"messaging_product":"whatsapp","contacts":[{"input":"15558675310","wa_id":"15558675310"}],`+
 					`"messages":[{"id":"wamid.HBgLMTU1NTg2NzUzMTAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA"}]}`))
-			res := NewProviderClient("", fp.URL, 5*time.Second).
+			res := NewProviderClient(ProviderEndpoints{WhatsApp: fp.URL}, 5*time.Second).
 				SendWhatsApp(context.Background(), testWhatsAppCreds, "+15558675310", tt.text, tt.template)
 			checkResult(t, res, DeliveryResult{StatusCode: 200, ProviderID: "wamid.HBgLMTU1NTg2NzUzMTAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA"})
 
@@ -429,7 +429,7 @@ func TestSendWhatsAppOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fp := newFakeProvider(t, tt.respond)
-			res := NewProviderClient("", fp.URL, 5*time.Second).
+			res := NewProviderClient(ProviderEndpoints{WhatsApp: fp.URL}, 5*time.Second).
 				SendWhatsApp(context.Background(), testWhatsAppCreds, "+15558675310", "hi", nil)
 			checkResult(t, res, tt.want)
 		})
@@ -438,18 +438,18 @@ func TestSendWhatsAppOutcomes(t *testing.T) {
 
 func TestSendWhatsAppTimeoutAndRefusal(t *testing.T) {
 	fp := newFakeProvider(t, hangUntilCanceled(t))
-	res := NewProviderClient("", fp.URL, 200*time.Millisecond).
+	res := NewProviderClient(ProviderEndpoints{WhatsApp: fp.URL}, 200*time.Millisecond).
 		SendWhatsApp(context.Background(), testWhatsAppCreds, "+15558675310", "hi", nil)
 	checkResult(t, res, DeliveryResult{Retryable: true, Error: "timeout after 200ms"})
 
-	res = NewProviderClient("", closedAddress(t), 5*time.Second).
+	res = NewProviderClient(ProviderEndpoints{WhatsApp: closedAddress(t)}, 5*time.Second).
 		SendWhatsApp(context.Background(), testWhatsAppCreds, "+15558675310", "hi", nil)
 	checkResult(t, res, DeliveryResult{Retryable: true, Error: "connection refused"})
 }
 
 func TestSendWhatsAppRefusesIncompleteInput(t *testing.T) {
 	fp := newFakeProvider(t, answer(http.StatusOK, `{"messages":[{"id":"wamid.1"}]}`))
-	client := NewProviderClient("", fp.URL, 5*time.Second)
+	client := NewProviderClient(ProviderEndpoints{WhatsApp: fp.URL}, 5*time.Second)
 	tests := []struct {
 		name     string
 		creds    WhatsAppCredentials
@@ -474,9 +474,10 @@ func TestSendWhatsAppRefusesIncompleteInput(t *testing.T) {
 }
 
 func TestNewProviderClientDefaults(t *testing.T) {
-	c := NewProviderClient(" ", "", 0)
-	if c.smsBase != "https://api.twilio.com" || c.whatsAppBase != "https://graph.facebook.com" || c.timeout != 10*time.Second {
-		t.Errorf("defaults = %q, %q, %v", c.smsBase, c.whatsAppBase, c.timeout)
+	c := NewProviderClient(ProviderEndpoints{SMS: " "}, 0)
+	if c.smsBase != "https://api.twilio.com" || c.whatsAppBase != "https://graph.facebook.com" || c.timeout != 10*time.Second ||
+		c.messengerBase != "https://graph.facebook.com/v23.0" || c.instagramBase != "https://graph.instagram.com/v23.0" {
+		t.Errorf("defaults = %q, %q, %q, %q, %v", c.smsBase, c.whatsAppBase, c.messengerBase, c.instagramBase, c.timeout)
 	}
 }
 

@@ -8,8 +8,8 @@ import (
 	"funnelchat/models"
 )
 
-// Transport delivers one outgoing message for an account: the custom-channel webhook, SMS or
-// WhatsApp. It never returns an error: every outcome, with whether a retry may help, is the result.
+// Transport delivers one outgoing message for an account: the custom-channel webhook, SMS, WhatsApp,
+// Messenger or Instagram. It never returns an error: every outcome, with whether a retry may help, is the result.
 type Transport interface {
 	Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult
 }
@@ -17,13 +17,15 @@ type Transport interface {
 // transports maps a message's transport to the one that delivers it.
 func (h *Handler) transports() map[string]Transport {
 	return map[string]Transport{
-		models.TransportCustom: webhookTransport{sender: h.Sender},
-		models.ChannelSMS:      smsTransport{store: h.Store, client: h.Providers},
-		models.ChannelWhatsApp: whatsAppTransport{store: h.Store, client: h.Providers},
+		models.TransportCustom:  webhookTransport{sender: h.Sender},
+		models.ChannelSMS:       smsTransport{store: h.Store, client: h.Providers},
+		models.ChannelWhatsApp:  whatsAppTransport{store: h.Store, client: h.Providers},
+		models.ChannelMessenger: metaTransport{channel: models.ChannelMessenger, store: h.Store, client: h.Providers},
+		models.ChannelInstagram: metaTransport{channel: models.ChannelInstagram, store: h.Store, client: h.Providers},
 	}
 }
 
-// webhookTransport posts replies to the account's custom-channel webhook (SPEC.md 6.1).
+// webhookTransport posts replies to the account's custom-channel webhook (ReplyWebhookPayload in the OpenAPI document).
 type webhookTransport struct{ sender *WebhookSender }
 
 func (t webhookTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
@@ -48,14 +50,14 @@ type smsTransport struct {
 func (t smsTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
 	creds, err := t.store.SMSSettings(ctx, acc.ID)
 	if err != nil {
-		return credentialsFailure(err, "SMS")
+		return credentialsFailure(err, models.ChannelSMS)
 	}
 	return t.client.SendSMS(ctx, SMSCredentials{AccountSID: creds.AccountSID, AuthToken: creds.AuthToken, From: creds.From}, m.ToID, m.Body)
 }
 
 // whatsAppWindow is how long after a contact's last message a business may write free text; outside
 // it WhatsApp accepts only approved templates.
-const whatsAppWindow = 24 * time.Hour
+const whatsAppWindow = models.StandardWindow
 
 // whatsAppTransport sends through the WhatsApp Cloud API: text inside the 24-hour window, the
 // campaign's approved template (with the first name as its parameter) outside it.
@@ -67,7 +69,7 @@ type whatsAppTransport struct {
 func (t whatsAppTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
 	creds, err := t.store.WhatsAppSettings(ctx, acc.ID)
 	if err != nil {
-		return credentialsFailure(err, "WhatsApp")
+		return credentialsFailure(err, models.ChannelWhatsApp)
 	}
 	template, err := t.templateFor(ctx, m)
 	if err != nil {
@@ -99,9 +101,11 @@ func (t whatsAppTransport) templateFor(ctx context.Context, m *models.Message) (
 	return &WhatsAppTemplate{Name: *c.WhatsAppTemplate, Language: c.Language, Parameters: []string{first}}, nil
 }
 
-func credentialsFailure(err error, kind string) DeliveryResult {
+// credentialsFailure is the outcome of a send whose channel credentials could not be loaded: final
+// when the account has none, retried when the database failed.
+func credentialsFailure(err error, channel string) DeliveryResult {
 	if models.ErrorCode(err) == models.CodeNotFound {
-		return DeliveryResult{Error: "no " + kind + " credentials configured: PUT /v1/settings/channels/" + map[string]string{"SMS": "sms", "WhatsApp": "whatsapp"}[kind]}
+		return DeliveryResult{Error: "no " + channel + " credentials configured: PUT /v1/settings/channels/" + channel}
 	}
-	return DeliveryResult{Error: "load " + kind + " credentials: " + err.Error(), Retryable: true}
+	return DeliveryResult{Error: "load " + channel + " credentials: " + err.Error(), Retryable: true}
 }

@@ -16,7 +16,7 @@ import (
 	"funnelchat/models"
 )
 
-// Queues of DESIGN.md section 5 with their priorities: webhook deliveries first, then bot replies,
+// Queues with their priorities: webhook deliveries first, then bot replies,
 // paced campaign sends, and follow-ups, sweeps and alerts last.
 const (
 	QueueCritical  = "critical"
@@ -57,10 +57,12 @@ type Handler struct {
 func NewHandler(store *models.Store, cfg *config.Config, log *slog.Logger, queue *Queue, rdb redis.UniversalClient) *Handler {
 	return &Handler{
 		Store: store, Config: cfg, Log: log, Queue: queue, Redis: rdb,
-		Bot:       NewBot(cfg, nil),
-		Sender:    NewWebhookSender(cfg.WebhookTimeout, cfg.WebhookAllowPrivate),
-		Providers: NewProviderClient(cfg.SMSAPIBaseURL, cfg.WhatsAppAPIBaseURL, cfg.WebhookTimeout),
-		pacer:     pacer{rdb: rdb},
+		Bot:    NewBot(cfg, nil),
+		Sender: NewWebhookSender(cfg.WebhookTimeout, cfg.WebhookAllowPrivate),
+		Providers: NewProviderClient(ProviderEndpoints{
+			SMS: cfg.SMSAPIBaseURL, WhatsApp: cfg.WhatsAppAPIBaseURL, Messenger: cfg.MessengerAPIBaseURL, Instagram: cfg.InstagramAPIBaseURL,
+		}, cfg.WebhookTimeout),
+		pacer: pacer{rdb: rdb},
 
 		BotRetryDelays: []time.Duration{2 * time.Second, 10 * time.Second, 30 * time.Second},
 	}

@@ -51,9 +51,13 @@ type Campaign struct {
 	WhatsAppTemplate *string   `bun:"whatsapp_template" json:"whatsappTemplate"`
 	CreatedAt        time.Time `bun:"created_at" json:"createdAt"`
 	UpdatedAt        time.Time `bun:"updated_at" json:"-"`
+
+	// Sends counts the campaign's opening messages by outcome (filled by CampaignSends).
+	Sends *SendCounts `bun:"-" json:"sends,omitempty"`
 }
 
-// Transport is how the campaign's messages leave: "custom" (the webhook), "sms" or "whatsapp".
+// Transport is how the campaign's messages leave: "custom" (the webhook), or the built-in channel
+// ("sms", "whatsapp", "messenger", "instagram").
 func (c *Campaign) Transport() string {
 	if strings.HasPrefix(c.Channel, customPrefix) {
 		return TransportCustom
@@ -61,7 +65,8 @@ func (c *Campaign) Transport() string {
 	return c.Channel
 }
 
-// ChannelLabel is the channel recorded on the campaign's messages: the custom label, or sms/whatsapp.
+// ChannelLabel is the channel recorded on the campaign's messages: the custom label, or the built-in
+// channel.
 func (c *Campaign) ChannelLabel() string { return strings.TrimPrefix(c.Channel, customPrefix) }
 
 // Message transports.
@@ -180,10 +185,10 @@ func (s *Store) validateCampaign(ctx context.Context, db bun.IDB, c *Campaign) e
 	}
 	c.Language = tag.String()
 	switch {
-	case c.Channel == "", c.Channel == ChannelSMS, c.Channel == ChannelWhatsApp:
+	case c.Channel == "", c.Channel == ChannelSMS, c.Channel == ChannelWhatsApp, IsMetaChannel(c.Channel):
 	case strings.HasPrefix(c.Channel, customPrefix) && strings.TrimSpace(c.ChannelLabel()) != "":
 	default:
-		return Errorf(CodeValidation, `channel must be "custom:<label>", "sms" or "whatsapp"`)
+		return Errorf(CodeValidation, `channel must be "custom:<label>", "sms", "whatsapp", "messenger" or "instagram"`)
 	}
 	if len(c.FollowUpDelaysHours) > maxFollowUps {
 		return Errorf(CodeValidation, "followUpDelaysHours may hold at most %d delays", maxFollowUps)
@@ -243,9 +248,10 @@ func (s *Store) CreateCampaign(ctx context.Context, accountID string, in Campaig
 	return c, nil
 }
 
-// UpdateCampaign applies a patch. When it moves the campaign back to live, resumed lists the sends
-// its pause held, now queued again, for the caller to enqueue. Errors: NOT_FOUND, VALIDATION_ERROR.
-func (s *Store) UpdateCampaign(ctx context.Context, accountID, id string, in CampaignInput) (c *Campaign, resumed []DueSend, err error) {
+// UpdateCampaign applies a patch. When it moves the campaign back to live, resumed lists the openings
+// and follow-ups its pause held, now queued again, for the caller to enqueue (nil otherwise). Errors:
+// NOT_FOUND, VALIDATION_ERROR.
+func (s *Store) UpdateCampaign(ctx context.Context, accountID, id string, in CampaignInput) (c *Campaign, resumed *Resumed, err error) {
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		c, err = campaignByID(ctx, tx, accountID, id)
 		if err != nil {

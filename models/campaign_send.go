@@ -13,8 +13,56 @@ const (
 	SendQueued  = "queued"  // owed, waiting for its time and the pacing limiter
 	SendHeld    = "held"    // the campaign was not live when its turn came; resuming queues it again
 	SendSent    = "sent"    // the opening message was written and handed to delivery
-	SendSkipped = "skipped" // not sent, with the reason in detail (the lead wrote first, no phone...)
+	SendSkipped = "skipped" // not needed, with the reason in detail (the lead wrote first)
+	SendFailed  = "failed"  // the contact cannot be reached on the channel; detail says why
 )
+
+// SendCounts is how a campaign's opening messages stand: queued (waiting for their time, the pacing
+// limiter or the campaign to be live again), sent, failed (the contact cannot be reached on the
+// campaign's channel), and skipped (the lead wrote first, so no opening was needed).
+type SendCounts struct {
+	Queued  int `json:"queued"`
+	Sent    int `json:"sent"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+}
+
+// CountSends fills Sends of each campaign with its sends by outcome, in one query.
+func (s *Store) CountSends(ctx context.Context, campaigns ...*Campaign) error {
+	if len(campaigns) == 0 {
+		return nil
+	}
+	ids := make([]string, len(campaigns))
+	byID := make(map[string]*SendCounts, len(campaigns))
+	for i, c := range campaigns {
+		ids[i], c.Sends = c.ID, &SendCounts{}
+		byID[c.ID] = c.Sends
+	}
+	var rows []struct {
+		CampaignID string `bun:"campaign_id"`
+		Status     string `bun:"status"`
+		N          int    `bun:"n"`
+	}
+	err := s.db.NewSelect().Model((*CampaignSend)(nil)).ColumnExpr("campaign_id, status, count(*) AS n").
+		Where("campaign_id IN (?)", bun.In(ids)).Group("campaign_id", "status").Scan(ctx, &rows)
+	if err != nil {
+		return fmt.Errorf("count sends: %w", err)
+	}
+	for _, r := range rows {
+		counts := byID[r.CampaignID]
+		switch r.Status {
+		case SendQueued, SendHeld:
+			counts.Queued += r.N
+		case SendSent:
+			counts.Sent += r.N
+		case SendFailed:
+			counts.Failed += r.N
+		case SendSkipped:
+			counts.Skipped += r.N
+		}
+	}
+	return nil
+}
 
 // CampaignSend is the opening message a campaign owes one contact, and its follow-ups.
 type CampaignSend struct {
@@ -30,6 +78,7 @@ type CampaignSend struct {
 	MessageID      *string    `bun:"message_id"`
 	FollowUpStep   int        `bun:"follow_up_step"`
 	FollowUpsDone  bool       `bun:"follow_ups_done"`
+	FollowUpHeld   bool       `bun:"follow_up_held"`
 	NextFollowUpAt *time.Time `bun:"next_follow_up_at"`
 	CreatedAt      time.Time  `bun:"created_at"`
 	SentAt         *time.Time `bun:"sent_at"`
@@ -71,15 +120,41 @@ func triggerCampaigns(ctx context.Context, tx bun.Tx, accountID, listID string, 
 	return due, nil
 }
 
-// resumeSends queues again the sends a pause held.
-func resumeSends(ctx context.Context, tx bun.Tx, campaignID string) ([]DueSend, error) {
-	var due []DueSend
+// Resumed is the work a campaign's pause held, queued again when it goes live: openings, and the
+// follow-ups that fell due meanwhile (sent now, at the pacing rate).
+type Resumed struct {
+	Openings  []DueSend
+	FollowUps []DueFollowUp
+}
+
+// resumeSends queues again the openings and follow-ups a pause held.
+func resumeSends(ctx context.Context, tx bun.Tx, campaignID string) (*Resumed, error) {
+	r := &Resumed{}
 	err := tx.NewUpdate().Model((*CampaignSend)(nil)).
 		Set("status = ?", SendQueued).
 		Where("campaign_id = ? AND status = ?", campaignID, SendHeld).
 		Returning("id, due_at").
-		Scan(ctx, &due)
-	return due, err
+		Scan(ctx, &r.Openings)
+	if err != nil {
+		return nil, err
+	}
+	err = tx.NewUpdate().Model((*CampaignSend)(nil)).
+		Set("follow_up_held = ?", false).
+		Where("campaign_id = ? AND follow_up_held", campaignID).
+		Returning("id, follow_up_step + 1 AS step").
+		Scan(ctx, &r.FollowUps)
+	return r, err
+}
+
+// HoldFollowUp marks the next follow-up of a send as held: it fell due while the campaign was not
+// live, and is sent when the campaign is live again.
+func (s *Store) HoldFollowUp(ctx context.Context, sendID string) error {
+	_, err := s.db.NewUpdate().Model((*CampaignSend)(nil)).Set("follow_up_held = ?", true).
+		Where("id = ? AND NOT follow_ups_done", sendID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("hold follow-up: %w", err)
+	}
+	return nil
 }
 
 // CampaignSend returns a send by id, for the worker.
@@ -94,7 +169,7 @@ func (s *Store) CampaignSend(ctx context.Context, id string) (*CampaignSend, err
 	return send, nil
 }
 
-// SetSendStatus moves a queued send to held or skipped (with the reason).
+// SetSendStatus moves a queued send to held, skipped or failed (with the reason).
 func (s *Store) SetSendStatus(ctx context.Context, id, status, detail string) error {
 	q := s.db.NewUpdate().Model((*CampaignSend)(nil)).Set("status = ?", status).Where("id = ? AND status = ?", id, SendQueued)
 	if detail != "" {
@@ -203,24 +278,32 @@ func newCampaignMessage(out OutgoingMessage) *Message {
 
 func hours(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }
 
-// ContactAddress returns the contact's address on a transport: the phone for SMS and WhatsApp; for a
-// custom channel the latest fromId it wrote from, else its phone, else its email. "" when it has none.
+// ContactAddress returns the contact's address on a transport: the phone for SMS and WhatsApp; the
+// latest Messenger or Instagram sender id for those (see MetaSenderID); for a custom channel the
+// latest custom-channel fromId it wrote from, else its phone, else its email. "" when it has none.
 func (s *Store) ContactAddress(ctx context.Context, c *Contact, transport string) (string, error) {
-	if transport != TransportCustom {
+	switch transport {
+	case ChannelSMS, ChannelWhatsApp:
 		if c.Phone == nil {
 			return "", nil
 		}
 		return *c.Phone, nil
 	}
+	q := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").Where("contact_id = ?", c.ID)
+	if IsMetaChannel(transport) {
+		q = q.Where("external_id LIKE ?", transport+":%")
+	} else {
+		q = q.Where("external_id NOT LIKE ? AND external_id NOT LIKE ?", ChannelMessenger+":%", ChannelInstagram+":%")
+	}
 	var ids []string
-	err := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").
-		Where("contact_id = ?", c.ID).Order("created_at DESC").Limit(1).Scan(ctx, &ids)
-	if err != nil {
+	if err := q.Order("created_at DESC").Limit(1).Scan(ctx, &ids); err != nil {
 		return "", err
 	}
 	switch {
 	case len(ids) > 0:
 		return ids[0], nil
+	case IsMetaChannel(transport):
+		return "", nil
 	case c.Phone != nil:
 		return *c.Phone, nil
 	case c.Email != nil:

@@ -124,7 +124,8 @@ func channelSettings(ctx context.Context, db bun.IDB, accountID, kind string) (s
 }
 
 // AccountForChannel finds the account whose credentials of kind have the lookup key (SMS: the
-// provider account SID and the number messages are sent to; WhatsApp: the phone number id).
+// provider account SID and the number messages are sent to; WhatsApp: the phone number id; Messenger
+// and Instagram: the page or Instagram account id).
 func (s *Store) AccountForChannel(ctx context.Context, kind, lookup string) (string, error) {
 	row := new(channelCredentials)
 	err := s.db.NewSelect().Model(row).Where("kind = ? AND lookup_key = ?", kind, lookup).Scan(ctx)
@@ -137,16 +138,18 @@ func (s *Store) AccountForChannel(ctx context.Context, kind, lookup string) (str
 	return row.AccountID, nil
 }
 
-// WhatsAppVerifyTokens lists the WhatsApp verify tokens of every account, for answering Meta's
-// subscription challenge (which names no account).
-func (s *Store) WhatsAppVerifyTokens(ctx context.Context) ([]string, error) {
+// VerifyTokens lists the verify tokens of every account's credentials of kind (whatsapp, messenger or
+// instagram), for answering Meta's subscription check, which names no account.
+func (s *Store) VerifyTokens(ctx context.Context, kind string) ([]string, error) {
 	var rows []channelCredentials
-	if err := s.db.NewSelect().Model(&rows).Where("kind = ?", ChannelWhatsApp).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("whatsapp verify tokens: %w", err)
+	if err := s.db.NewSelect().Model(&rows).Where("kind = ?", kind).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("%s verify tokens: %w", kind, err)
 	}
 	var tokens []string
 	for _, r := range rows {
-		var v WhatsAppSettings
+		var v struct {
+			VerifyToken string `json:"verifyToken"`
+		}
 		if json.Unmarshal([]byte(r.Settings), &v) == nil && v.VerifyToken != "" {
 			tokens = append(tokens, v.VerifyToken)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// IncomingInput is a message from an external system on a custom channel (SPEC.md 2.4).
+// IncomingInput is a message from an external system on a custom channel (customData of POST /v1/incoming_custom_channel_message).
 type IncomingInput struct {
 	ExternalID       string // customData.messageSid, or customData.id
 	FromID           string
@@ -27,7 +27,9 @@ type IncomingInput struct {
 	MediaURL         string
 	MediaContentType string
 	MessageType      string
-	Transport        string // "" for a custom channel; sms or whatsapp for the built-in providers
+	Transport        string // "" for a custom channel; sms, whatsapp, messenger or instagram for the built-in providers
+	// ReactsTo is, for a reaction, the id (messageSid or the provider's id) of the message it is on.
+	ReactsTo string
 }
 
 // Field limits of custom-channel messages.
@@ -37,7 +39,7 @@ const (
 	maxLabelLength      = 64
 )
 
-// Validate checks every rule of SPEC.md 2.4 and normalizes the input in place. Errors:
+// Validate checks every rule of IncomingMessage in the OpenAPI document and normalizes the input in place. Errors:
 // VALIDATION_ERROR naming the field, PAYLOAD_TOO_LARGE for embedded media over maxMediaBytes.
 func (in *IncomingInput) Validate(maxMediaBytes int) error {
 	in.ExternalID = strings.TrimSpace(in.ExternalID)
@@ -191,7 +193,7 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 			}
 			return first, true, nil
 		}
-		return m, false, nil
+		return m, false, s.linkReaction(ctx, m, in.ReactsTo)
 	}
 	err = s.inTxRetrying(ctx, func(ctx context.Context, tx bun.Tx) error {
 		contact, err := contactForExternalID(ctx, tx, accountID, in.FromID, newContact)
@@ -221,7 +223,27 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 	if err != nil {
 		return nil, false, fmt.Errorf("ingest incoming: %w", err)
 	}
-	return m, false, nil
+	return m, false, s.linkReaction(ctx, m, in.ReactsTo)
+}
+
+// linkReaction records which message a stored reaction is on: the account's message whose messageSid
+// or provider id is reactsTo. A reaction to a message we do not have stays unlinked.
+func (s *Store) linkReaction(ctx context.Context, m *Message, reactsTo string) error {
+	if reactsTo == "" || m.MessageType != MessageTypeReaction {
+		return nil
+	}
+	var ids []string
+	err := s.db.NewSelect().Model((*Message)(nil)).Column("id").
+		Where("account_id = ? AND (external_id = ? OR provider_message_id = ?) AND id <> ?", m.AccountID, reactsTo, reactsTo, m.ID).
+		Order("id").Limit(1).Scan(ctx, &ids)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	if _, err := s.db.NewUpdate().Model((*Message)(nil)).Set("reacts_to_id = ?", ids[0]).Where("id = ?", m.ID).Exec(ctx); err != nil {
+		return fmt.Errorf("link reaction: %w", err)
+	}
+	m.ReactsToID = &ids[0]
+	return nil
 }
 
 // errDuplicate ends an ingest transaction whose messageSid is already stored; errRetry ends one that

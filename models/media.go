@@ -12,7 +12,7 @@ import (
 
 const maxMediaURLLength = 2048
 
-// checkMedia validates customData.mediaUrl and mediaContentType (SPEC.md 2.4): a type is required with
+// checkMedia validates customData.mediaUrl and mediaContentType: a type is required with
 // a URL; the URL is an http(s) link (stored, checked later by the worker) or a base64 data URI whose
 // declared type equals mediaContentType, whose payload decodes, fits maxBytes (else PAYLOAD_TOO_LARGE),
 // and whose sniffed content is of that type. It returns the URL and the normalized media type.
@@ -89,8 +89,17 @@ func MediaMatches(head []byte, declared string) (string, bool) {
 }
 
 // isOfType reports whether sniffed content is of the declared type or a more specific kind of it
-// (an .xlsx is a zip; anything is application/octet-stream).
+// (an .xlsx is a zip; anything is application/octet-stream). A declared range such as image/* (what
+// Messenger and Instagram say of an attachment) matches every type under it.
 func isOfType(detected *mimetype.MIME, declared string) bool {
+	if major, ok := strings.CutSuffix(declared, "/*"); ok {
+		for m := detected; m != nil; m = m.Parent() {
+			if strings.HasPrefix(m.String(), major+"/") {
+				return true
+			}
+		}
+		return false
+	}
 	for m := detected; m != nil; m = m.Parent() {
 		if m.Is(declared) {
 			return true

@@ -41,31 +41,36 @@ const (
 type Message struct {
 	bun.BaseModel `bun:"table:messages"`
 
-	ID               string     `bun:"id,pk" json:"id"`
-	AccountID        string     `bun:"account_id" json:"-"`
-	ContactID        string     `bun:"contact_id" json:"contactId"`
-	CampaignID       *string    `bun:"campaign_id" json:"campaignId"`
-	Direction        string     `bun:"direction" json:"direction"`
-	Channel          string     `bun:"channel" json:"channel"`
-	Transport        string     `bun:"transport" json:"-"`
-	MessageType      string     `bun:"message_type" json:"messageType"`
-	Body             string     `bun:"body" json:"body"`
-	MediaURL         *string    `bun:"media_url" json:"mediaUrl"`
-	MediaContentType *string    `bun:"media_content_type" json:"mediaContentType"`
-	MediaCheck       *string    `bun:"media_check" json:"mediaCheck,omitempty"`
-	ExternalID       *string    `bun:"external_id" json:"messageSid,omitempty"`
-	FromID           string     `bun:"from_id" json:"-"`
-	ToID             string     `bun:"to_id" json:"-"`
-	Author           string     `bun:"author" json:"author,omitempty"`
-	Status           string     `bun:"status" json:"status"`
-	Error            *string    `bun:"error" json:"error"`
-	Attempts         int        `bun:"attempts" json:"attempts"`
-	DeliveryRound    int        `bun:"delivery_round" json:"-"`
-	NextAttemptAt    *time.Time `bun:"next_attempt_at" json:"nextAttemptAt"`
-	ReplyToID        *string    `bun:"reply_to_id" json:"replyToId,omitempty"`
-	BotStatus        *string    `bun:"bot_status" json:"botStatus,omitempty"`
-	CreatedAt        time.Time  `bun:"created_at" json:"createdAt"`
-	SentAt           *time.Time `bun:"sent_at" json:"sentAt"`
+	ID               string  `bun:"id,pk" json:"id"`
+	AccountID        string  `bun:"account_id" json:"-"`
+	ContactID        string  `bun:"contact_id" json:"contactId"`
+	CampaignID       *string `bun:"campaign_id" json:"campaignId"`
+	Direction        string  `bun:"direction" json:"direction"`
+	Channel          string  `bun:"channel" json:"channel"`
+	Transport        string  `bun:"transport" json:"-"`
+	MessageType      string  `bun:"message_type" json:"messageType"`
+	Body             string  `bun:"body" json:"body"`
+	MediaURL         *string `bun:"media_url" json:"mediaUrl"`
+	MediaContentType *string `bun:"media_content_type" json:"mediaContentType"`
+	MediaCheck       *string `bun:"media_check" json:"mediaCheck,omitempty"`
+	ExternalID       *string `bun:"external_id" json:"messageSid,omitempty"`
+	// ProviderMessageID is the id a provider (SMS, WhatsApp, Messenger, Instagram) gave an outgoing
+	// message it accepted.
+	ProviderMessageID *string    `bun:"provider_message_id" json:"providerMessageId,omitempty"`
+	FromID            string     `bun:"from_id" json:"-"`
+	ToID              string     `bun:"to_id" json:"-"`
+	Author            string     `bun:"author" json:"author,omitempty"`
+	Status            string     `bun:"status" json:"status"`
+	Error             *string    `bun:"error" json:"error"`
+	Attempts          int        `bun:"attempts" json:"attempts"`
+	DeliveryRound     int        `bun:"delivery_round" json:"-"`
+	NextAttemptAt     *time.Time `bun:"next_attempt_at" json:"nextAttemptAt"`
+	ReplyToID         *string    `bun:"reply_to_id" json:"replyToId,omitempty"`
+	// ReactsToID is the message a reaction is on, when the provider named one we have.
+	ReactsToID *string    `bun:"reacts_to_id" json:"reactsToId,omitempty"`
+	BotStatus  *string    `bun:"bot_status" json:"botStatus,omitempty"`
+	CreatedAt  time.Time  `bun:"created_at" json:"createdAt"`
+	SentAt     *time.Time `bun:"sent_at" json:"sentAt"`
 
 	// Contact and Account are loaded with the message by MessageForWork only.
 	Contact *Contact `bun:"rel:belongs-to,join:contact_id=id" json:"-"`
@@ -210,6 +215,10 @@ type AttemptOutcome struct {
 	Duration   time.Duration
 	// NextAttemptAt is when the next retry is due; nil when this attempt was the last.
 	NextAttemptAt *time.Time
+	// ProviderID is the provider's id of the message it accepted (SMS, WhatsApp, Messenger and
+	// Instagram; "" for webhooks). It is stored with the message, so that a reaction the provider
+	// reports later finds the message it names.
+	ProviderID string
 }
 
 // RecordAttempt stores a delivery attempt and moves the message to sent (no error) or failed (with the
@@ -228,7 +237,11 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 			Set("attempts = attempts + 1").
 			Where("id = ? AND status <> ?", messageID, StatusSent)
 		if out.Error == "" {
-			return q.Set("status = ?", StatusSent).Set("error = NULL").Set("next_attempt_at = NULL").Set("sent_at = ?", at)
+			q = q.Set("status = ?", StatusSent).Set("error = NULL").Set("next_attempt_at = NULL").Set("sent_at = ?", at)
+			if out.ProviderID != "" {
+				q = q.Set("provider_message_id = ?", out.ProviderID)
+			}
+			return q
 		}
 		return q.Set("status = ?", StatusFailed).Set("error = ?", out.Error).Set("next_attempt_at = ?", out.NextAttemptAt)
 	}
@@ -247,11 +260,13 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 }
 
 // recordAttemptSQL stores an attempt and the message's status as one prepared statement (see
-// prepared.go): one round trip, one commit, no planning. $9, the sent time, is NULL for a failure.
+// prepared.go): one round trip, one commit, no planning. $9, the sent time, is NULL for a failure;
+// $10, the provider's message id, is NULL unless a provider accepted the message.
 var recordAttemptSQL = `WITH attempt AS (
 	INSERT INTO message_attempts (id, message_id, at, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)
 )
-UPDATE messages SET attempts = attempts + 1, status = $7, error = $5, next_attempt_at = $8, sent_at = COALESCE($9, sent_at)
+UPDATE messages SET attempts = attempts + 1, status = $7, error = $5, next_attempt_at = $8, sent_at = COALESCE($9, sent_at),
+	provider_message_id = COALESCE($10, provider_message_id)
 WHERE id = $2 AND status <> '` + StatusSent + `'`
 
 // recordAttemptPG is RecordAttempt on PostgreSQL.
@@ -260,14 +275,17 @@ func (s *Store) recordAttemptPG(ctx context.Context, a *Attempt, out AttemptOutc
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
-	status, sentAt, next := StatusSent, any(a.At), any(nil)
+	status, sentAt, next, providerID := StatusSent, any(a.At), any(nil), any(nil)
+	if out.ProviderID != "" {
+		providerID = out.ProviderID
+	}
 	if out.Error != "" {
-		status, sentAt = StatusFailed, nil
+		status, sentAt, providerID = StatusFailed, nil, nil
 		if out.NextAttemptAt != nil {
 			next = *out.NextAttemptAt
 		}
 	}
-	_, err = stmt.ExecContext(ctx, a.ID, a.MessageID, a.At, orNil(a.StatusCode), orNil(a.Error), a.DurationMS, status, next, sentAt)
+	_, err = stmt.ExecContext(ctx, a.ID, a.MessageID, a.At, orNil(a.StatusCode), orNil(a.Error), a.DurationMS, status, next, sentAt, providerID)
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// CustomSendInput is a message the client sends to a contact through a custom channel (SPEC.md 2.5).
+// CustomSendInput is a message the client sends to a contact through a custom channel (POST /v1/send_custom_channel_message).
 type CustomSendInput struct {
 	FromID     string // the contact's id on the client's platform
 	Channel    string // customData.customChannel
@@ -21,7 +21,7 @@ type CustomSendInput struct {
 	Email      string
 }
 
-// Validate checks SPEC.md 2.5 and normalizes in place. Errors: VALIDATION_ERROR naming the field.
+// Validate checks CustomSend of the OpenAPI document and normalizes in place. Errors: VALIDATION_ERROR naming the field.
 func (in *CustomSendInput) Validate() error {
 	in.FromID, in.Channel, in.CampaignID = strings.TrimSpace(in.FromID), strings.TrimSpace(in.Channel), strings.TrimSpace(in.CampaignID)
 	switch {
@@ -134,9 +134,15 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, chan
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("human reply: %w", err)
 	}
+	if toID == "" && IsMetaChannel(channel) {
+		return nil, Errorf(CodeValidation, "the contact has never written on %s, so it cannot be reached there", channel)
+	}
 	if toID == "" {
 		var ids []string
-		if err := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").Where("contact_id = ?", contact.ID).Order("created_at").Limit(1).Scan(ctx, &ids); err != nil {
+		err := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").Where("contact_id = ?", contact.ID).
+			Where("external_id NOT LIKE ? AND external_id NOT LIKE ?", ChannelMessenger+":%", ChannelInstagram+":%").
+			Order("created_at").Limit(1).Scan(ctx, &ids)
+		if err != nil {
 			return nil, fmt.Errorf("human reply: %w", err)
 		}
 		if len(ids) == 0 {

@@ -58,7 +58,7 @@ func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueW
 		return nil, fmt.Errorf("due openings: %w", err)
 	}
 	err = s.db.NewSelect().Model((*CampaignSend)(nil)).ColumnExpr("id, follow_up_step + 1 AS step").
-		Where("status = ? AND NOT follow_ups_done AND next_follow_up_at < ?", SendSent, cutoff).
+		Where("status = ? AND NOT follow_ups_done AND NOT follow_up_held AND next_follow_up_at < ?", SendSent, cutoff).
 		Order("next_follow_up_at").Limit(int64(limit)).Scan(ctx, &due.FollowUps)
 	if err != nil {
 		return nil, fmt.Errorf("due follow-ups: %w", err)
