@@ -30,6 +30,11 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 		return nil // answered, skipped or handed off already
 	}
 	contact, payer := in.Contact, in.Account
+	if payer != nil && !payer.BotActive {
+		// The account switched its bot off (PUT /v1/settings/bot {"active":false}): no reply in any
+		// conversation, campaigns' included; the message stays stored.
+		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
+	}
 	if contact.BotPaused {
 		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
 	}

@@ -52,6 +52,10 @@ type Account struct {
 	BotInstructions string `bun:"bot_instructions"`
 	BotGoal         string `bun:"bot_goal"`
 	BotLanguage     string `bun:"bot_language"`
+	// BotActive false stops every bot reply of the account, campaigns' included (see BotSettings).
+	// default:true makes an insert of the zero value take the column's default, so a new account's
+	// bot is on.
+	BotActive bool `bun:"bot_active,default:true"`
 }
 
 // Credits returns the account's credit balance in credits.
