@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 
-# Build the three binaries of DESIGN.md section 1 (api, worker, admin) as static executables.
+# Build the three binaries (api, worker, admin; see the README) as static executables.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

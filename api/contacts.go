@@ -8,7 +8,7 @@ import (
 	"funnelchat/models"
 )
 
-// contactRequest accepts both body forms of SPEC.md 4.1: the API page's camelCase and the funnel
+// contactRequest accepts both body forms of POST /v1/contacts (README, "API at a glance"): the API page's camelCase and the funnel
 // page's snake_case.
 type contactRequest struct {
 	FirstName      *string `json:"firstName"`

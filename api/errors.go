@@ -15,7 +15,7 @@ const (
 	codeRateLimited      = "RATE_LIMITED"
 )
 
-// incomingPath answers every error in the string form {"error":"..."} (SPEC.md section 7).
+// incomingPath answers every error in the string form {"error":"..."} (the OpenAPI document's StringError).
 const incomingPath = "/v1/incoming_custom_channel_message"
 
 var statusByCode = map[string]int{

@@ -66,7 +66,7 @@ func str(p *string) string {
 	return *p
 }
 
-// incomingMessage: POST /v1/incoming_custom_channel_message (SPEC.md 4.5). It stores the message and
+// incomingMessage: POST /v1/incoming_custom_channel_message. It stores the message and
 // enqueues the bot's reply; it never calls the bot itself. A repeated messageSid answers 200 with the
 // first message's id and "duplicate": true. Errors use the string form.
 func (s *Server) incomingMessage(c *fiber.Ctx) error {
@@ -136,7 +136,7 @@ func methodNotAllowed(c *fiber.Ctx) error {
 	return models.Errorf(codeMethodNotAllowed, "use POST for this endpoint")
 }
 
-// sendCustomMessage: POST /v1/send_custom_channel_message (SPEC.md 4.4) -> 201 with the queued message.
+// sendCustomMessage: POST /v1/send_custom_channel_message -> 201 with the queued message.
 func (s *Server) sendCustomMessage(c *fiber.Ctx) error {
 	var req struct {
 		CustomData *struct {

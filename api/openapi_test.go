@@ -221,7 +221,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 			if !strings.HasPrefix(path, "/v1/") {
 				continue
 			}
-			// DESIGN.md sections 3 and 8: the HTTPS rule covers /v1; keyed endpoints answer 401 and 429;
+			// The README's rules: the HTTPS rule covers /v1; keyed endpoints answer 401 and 429;
 			// errors are object-form except on the incoming endpoint.
 			security := doc.Security
 			if op.Security != nil {

@@ -18,7 +18,7 @@ import (
 const rateLimiterTimeout = 250 * time.Millisecond
 
 // rateLimit counts the request against its API key's per-minute limit (GCRA in Redis, shared by every
-// api process) and sets DESIGN.md's headers on every authenticated response. Over the limit: 429
+// api process) and sets the rate-limit headers the README lists on every authenticated response. Over the limit: 429
 // RATE_LIMITED with Retry-After.
 func (s *Server) rateLimit(c *fiber.Ctx) error {
 	acc := accountOf(c)

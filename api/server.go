@@ -106,7 +106,7 @@ func (s *Server) routes() {
 	v1 := s.app.Group("/v1", s.requireHTTPS)
 	v1.Get("/openapi.json", s.openAPI)
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and
-	// a wrong method a 405 before any key is asked for (DESIGN.md section 8).
+	// a wrong method a 405 before any key is asked for (README, "API at a glance").
 	auth := s.authenticate(true)
 	// authed registers an endpoint behind the API key and its rate limit.
 	authed := func(method, path string, h fiber.Handler) { v1.Add(method, path, auth, s.rateLimit, h) }
@@ -140,19 +140,27 @@ func (s *Server) routes() {
 	authed(fiber.MethodPut, "/settings/webhook", s.putWebhook)
 	authed(fiber.MethodPost, "/settings/webhook/test", s.testWebhook)
 	authed(fiber.MethodPut, "/settings/alert_webhook", s.putAlertWebhook)
+	authed(fiber.MethodGet, "/settings/bot", s.getBotSettings)
+	authed(fiber.MethodPut, "/settings/bot", s.putBotSettings)
 	authed(fiber.MethodPut, "/settings/channels/sms", s.putSMSSettings)
 	authed(fiber.MethodPut, "/settings/channels/whatsapp", s.putWhatsAppSettings)
+	authed(fiber.MethodPut, "/settings/channels/messenger", s.putMessengerSettings)
+	authed(fiber.MethodPut, "/settings/channels/instagram", s.putInstagramSettings)
 
 	// Provider webhooks authenticate with the provider's signature instead of an API key.
 	v1.Post("/channels/sms/inbound", s.smsInbound)
-	v1.Get("/channels/whatsapp/inbound", s.whatsAppVerify)
+	v1.Get("/channels/whatsapp/inbound", s.metaVerify(models.ChannelWhatsApp))
 	v1.Post("/channels/whatsapp/inbound", s.whatsAppInbound)
+	v1.Get("/channels/messenger/inbound", s.metaVerify(models.ChannelMessenger))
+	v1.Post("/channels/messenger/inbound", s.metaInbound(models.ChannelMessenger))
+	v1.Get("/channels/instagram/inbound", s.metaVerify(models.ChannelInstagram))
+	v1.Post("/channels/instagram/inbound", s.metaInbound(models.ChannelInstagram))
 
 	authed(fiber.MethodGet, "/credits", s.getCredits)
 	authed(fiber.MethodGet, "/credits/transactions", s.creditTransactions)
 	authed(fiber.MethodGet, "/subaccounts", s.listSubAccounts)
 	authed(fiber.MethodPut, "/subaccounts/:id/auto_recharge", s.putAutoRecharge)
-	// Credit grants take the key in a header only (SPEC.md 5.3): the query form is refused with 401.
+	// Credit grants take the key in a header only (README, "Agencies and credits"): the query form is refused with 401.
 	v1.Post("/subaccounts/credits", s.authenticate(false), s.rateLimit, s.grantCredits)
 
 	authed(fiber.MethodPost, "/campaigns", s.createCampaign)

@@ -10,7 +10,7 @@ import (
 	"funnelchat/models"
 )
 
-// alertPayload is the body of the alert webhook (DESIGN.md section 8).
+// alertPayload is the body of the alert webhook (README, "Custom channels, the bot and the reply webhook"; AlertWebhookPayload in the OpenAPI document).
 type alertPayload struct {
 	AlertID   string    `json:"alertId"`
 	ContactID string    `json:"contactId"`

@@ -9,7 +9,7 @@ import (
 )
 
 // pacer spaces campaign opening messages per account and channel, in Redis so that every worker
-// process shares it. It implements DESIGN.md's rule exactly: the first openingBurst sends go at once,
+// process shares it. It implements the README's rule exactly: the first openingBurst sends go at once,
 // then one every interval (60 s / sendRatePerMinute). Each send reserves its slot once, so the rate
 // holds on average however late a worker wakes, and slots never come closer than the interval: a
 // GCRA limiter (redis_rate) would let late senders catch up in a burst, which the rule forbids. The

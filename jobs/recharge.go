@@ -27,7 +27,7 @@ func (q *Queue) Recharge(ctx context.Context, e models.RechargeEvent) error {
 		asynq.MaxRetry(len(q.cfg.WebhookRetrySchedule)))
 }
 
-// rechargePayload is the body of the auto-recharge webhook (DESIGN.md section 3).
+// rechargePayload is the body of the auto-recharge webhook (AutoRechargeWebhookPayload in the OpenAPI document).
 type rechargePayload struct {
 	IdempotencyKey string  `json:"idempotency_key"`
 	SubAccountID   string  `json:"sub_account_id"`

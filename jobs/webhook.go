@@ -25,7 +25,7 @@ import (
 	"funnelchat/models"
 )
 
-// Outbound webhooks (DESIGN.md section 3, "Outbound webhook"): Standard Webhooks signing, an HTTP
+// Outbound webhooks (README, "Custom channels, the bot and the reply webhook"): Standard Webhooks signing, an HTTP
 // transport whose dialer refuses non-public destinations, and the check a customer's URL passes when it
 // is saved. Retry scheduling is the caller's: Send only reports what happened and whether it may be retried.
 
@@ -86,7 +86,7 @@ type DeliveryResult struct {
 	Duration   time.Duration // from the start of the attempt to the end of reading the response
 	Retryable  bool          // timeouts, connection errors, 408, 429, 5xx; other non-2xx and refused destinations are final
 	RetryAfter time.Duration // the response's Retry-After (seconds or HTTP date), 0 if absent or invalid, at most 1h
-	ProviderID string        // the SMS or WhatsApp provider's id of the accepted message; "" for webhooks
+	ProviderID string        // the provider's id of the accepted message (SMS, WhatsApp, Messenger, Instagram); "" for webhooks
 }
 
 // OK reports whether the receiver answered with a 2xx status.
@@ -345,7 +345,7 @@ func ValidateWebhookURL(ctx context.Context, raw string, allowPrivate bool) erro
 // 8443), and its deny lists (IANA special-purpose IPv4 ranges; IPv6 outside 2000::/3 or special-purpose).
 var guard = ssrf.New(ssrf.WithAnyPort())
 
-// deniedV4 and deniedV6 are the ranges DESIGN.md refuses, checked in addition to the library's lists so
+// deniedV4 and deniedV6 are the ranges the service refuses (README), checked in addition to the library's lists so
 // that a change of its defaults cannot open them.
 var (
 	deniedV4 = mustPrefixes(
@@ -380,7 +380,7 @@ func mustPrefixes(prefixes ...string) []netip.Prefix {
 }
 
 // IsPublicIP reports whether a webhook may be delivered to ip: the ssrf library's guard allows it and it
-// is in none of the ranges DESIGN.md refuses (loopback, RFC 1918, link-local, CGNAT, 0/8, multicast,
+// is in none of the ranges the service refuses (loopback, RFC 1918, link-local, CGNAT, 0/8, multicast,
 // reserved, IPv6 unspecified, ULA, link-local, NAT64, 6to4, and the IPv4-mapped form of every IPv4 one).
 // An address with an IPv6 zone is never public. Note that the library refuses every IPv4-mapped IPv6
 // address, public or not; the dialer never sees one, as Go dials those over IPv4.

@@ -558,7 +558,7 @@ func TestIsPublicIP(t *testing.T) {
 	}
 }
 
-// TestExplicitDenyListsStandAlone checks that the ranges DESIGN.md names are refused by this package's own
+// TestExplicitDenyListsStandAlone checks that the refused ranges named in webhook.go are refused by this package's own
 // lists, without the library's, so that a change of the library's defaults cannot open them.
 func TestExplicitDenyListsStandAlone(t *testing.T) {
 	denied := func(ip netip.Addr) bool {

@@ -43,7 +43,7 @@ type GrantInput struct {
 	Description string
 }
 
-// Grant is the outcome of a credit grant (SPEC.md 4.6).
+// Grant is the outcome of a credit grant (POST /v1/subaccounts/credits).
 type Grant struct {
 	SubAccountID string  `json:"sub_account_id"`
 	CreditsAdded float64 `json:"credits_added"`

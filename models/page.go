@@ -7,7 +7,7 @@ type Page struct {
 	Cursor string
 }
 
-// Paging bounds of DESIGN.md section 8.
+// Paging bounds (README, "Rate limits", where paged listings are described).
 const (
 	DefaultPageLimit = 50
 	MaxPageLimit     = 200

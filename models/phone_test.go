@@ -43,7 +43,7 @@ func TestNormalizePhoneInvalid(t *testing.T) {
 	}{
 		{"no country code", "4155550123"},
 		{"national format with trunk prefix", "020 7946 0958"},
-		// SPEC.md: the number includes its country code, prefixed with +. A bracketed country code is
+		// The API: the number includes its country code, prefixed with +. A bracketed country code is
 		// not a + prefix, so it is rejected rather than guessed at.
 		{"bracketed country code", "(+1) 415-555-0123"},
 		{"unknown country code", "+999 1234567"},

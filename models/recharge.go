@@ -21,7 +21,7 @@ type RechargeEvent struct {
 	Event        int
 }
 
-// IdempotencyKey is what the agency stores to grant the event's credits once (SPEC.md 4.6).
+// IdempotencyKey is what the agency stores to grant the event's credits once (README, "Agencies and credits").
 func (e RechargeEvent) IdempotencyKey() string {
 	return fmt.Sprintf("recharge_%s_%d", e.SubAccountID, e.Event)
 }

@@ -300,7 +300,7 @@ func TestUnknownCommand(t *testing.T) {
 	}
 }
 
-// TestBinary builds the real command and checks the contract of DESIGN.md section 6 at the process
+// TestBinary builds the real command and checks the contract of the README's "Admin CLI" at the process
 // boundary: JSON on stdout and exit 0 on success; a message on stderr and exit 1 on error.
 func TestBinary(t *testing.T) {
 	if testing.Short() {

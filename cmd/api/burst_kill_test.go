@@ -16,7 +16,7 @@ import (
 // recovers its tasks when their leases expire, up to about two minutes); in standalone mode the whole
 // api is killed and restarted, and the sweep finds the unanswered messages in SQLite. Every message
 // that got a 200 ends with exactly one reply: one webhook-id per sender. A delivery cut off after the
-// receiver answered may arrive again under the same webhook-id, which receivers drop (DESIGN.md 3); the
+// receiver answered may arrive again under the same webhook-id, which receivers drop (README, "Reliability"); the
 // test reports those.
 func TestWorkerKilledDuringABurst(t *testing.T) {
 	const n = 300

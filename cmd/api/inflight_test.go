@@ -16,7 +16,7 @@ import (
 
 // TestSIGTERMFinishesInFlightRequests sends SIGTERM to the api while it is reading the bodies of
 // several incoming messages, and proves that it stops taking connections but still answers every
-// request it had taken, exits 0 within 10 s, and stored every message it answered (DESIGN.md section 8:
+// request it had taken, exits 0 within 10 s, and stored every message it answered (README, "Deployment":
 // "exit 0 within 10 s of SIGTERM, finishing in-flight requests"). A deploy or dyno restart does exactly
 // this to requests in flight. A correct api passes however slow the machine: the requests are held in
 // flight by withholding the end of their bodies, and the test waits for observable states (the

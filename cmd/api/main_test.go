@@ -96,7 +96,7 @@ func startCmd(t *testing.T, name string, cmd *exec.Cmd) *process {
 	return p
 }
 
-// stop sends SIGTERM and requires a clean exit within 10 s (DESIGN.md section 8).
+// stop sends SIGTERM and requires a clean exit within 10 s (README, "Deployment").
 func (p *process) stop(t *testing.T) {
 	t.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)

@@ -24,7 +24,7 @@ import (
 // posting incoming messages, then starts it again empty (no persistence: every queue is lost). Clients
 // retry a 503 with the same messageSid until they get 200, as the README asks. Every accepted message
 // must then get exactly one reply at the webhook, brought back by the database sweep, and both processes
-// must ride out the outage without a 500 or a restart (README "Nothing accepted is lost", DESIGN.md 5).
+// must ride out the outage without a 500 or a restart (README, "Nothing accepted is lost").
 func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 	if !env.Postgres() {
 		t.Skip("in standalone mode Redis is in-process and cannot be stopped alone; the PostgreSQL pass runs this test")

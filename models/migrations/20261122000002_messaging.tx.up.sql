@@ -28,7 +28,7 @@ ALTER TABLE contacts ADD COLUMN bot_paused BOOLEAN NOT NULL DEFAULT FALSE;
 
 --bun:split
 
--- The campaign whose bot configuration the conversation continues with (DESIGN.md section 8).
+-- The campaign whose bot configuration the conversation continues with (its latest campaign message).
 ALTER TABLE contacts ADD COLUMN conversation_campaign_id TEXT;
 
 --bun:split
