@@ -26,8 +26,11 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return gone(err)
 	}
+	if in.BotStatus != nil && *in.BotStatus == models.BotDone {
+		return h.resumeReply(ctx, in)
+	}
 	if in.BotStatus == nil || *in.BotStatus != models.BotPending {
-		return nil // answered, skipped or handed off already
+		return nil // skipped or handed off already
 	}
 	contact, payer := in.Contact, in.Account
 	if payer != nil && !payer.BotActive {
@@ -90,6 +93,23 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 		if err := h.Queue.Recharge(ctx, *event); err != nil {
 			return err
 		}
+	}
+	if reply.Status != models.StatusPending {
+		return nil // this task ran before and its delivery went on already
+	}
+	return h.deliverInline(ctx, reply, payer)
+}
+
+// resumeReply finishes the work of a bot task that ran before: when its process died after storing
+// the reply and before its inline delivery was recorded, the reply is still pending, and is delivered
+// again (under the same webhook-id) by a delivery task.
+func (h *Handler) resumeReply(ctx context.Context, in *models.Message) error {
+	reply, err := h.Store.ReplyTo(ctx, in.ID)
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return nil
+	}
+	if err != nil || reply.Status != models.StatusPending {
+		return err
 	}
 	return h.Queue.Deliver(ctx, reply.ID, reply.DeliveryRound)
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -21,9 +22,9 @@ type replyPayload struct {
 	Channel   string `json:"channel"`
 }
 
-// handleDeliver posts an outgoing message to the account's webhook and records the attempt. Retryable
-// failures return an error so asynq retries on WEBHOOK_RETRY_SCHEDULE (a longer Retry-After is
-// honoured); final ones are recorded as failed and end the task.
+// handleDeliver posts an outgoing message to the account's webhook (or provider) and records the
+// attempt. Retryable failures return an error so asynq retries on WEBHOOK_RETRY_SCHEDULE (a longer
+// Retry-After is honoured); final ones are recorded as failed and end the task.
 func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
 	p, err := payloadOf[DeliverPayload](t)
 	if err != nil {
@@ -36,43 +37,77 @@ func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
 	if m.Status == models.StatusSent || m.DeliveryRound != p.Round || m.Direction != models.DirectionOutgoing {
 		return nil // delivered already, or superseded by a redeliver
 	}
-	acc := m.Account
+	retried, _ := asynq.GetRetryCount(ctx)
+	next, err := h.attempt(ctx, m, m.Account, p.Prior+retried, t.Payload())
+	if err != nil || next == nil {
+		return err
+	}
+	return &retryAt{err: errors.New(*m.Error), at: *next}
+}
+
+// deliverInline makes the first delivery attempt of a reply the bot has just stored, in the bot's own
+// task: when the receiver accepts it, the message is answered with one task instead of two. A failed
+// attempt that may be retried leaves a delivery task on the critical queue, due at the retry time the
+// attempt recorded, which carries on with the rest of the schedule. A process that dies before the
+// attempt is recorded leaves the reply pending: the bot task's rerun, or the sweep, delivers it again
+// under the same webhook-id.
+func (h *Handler) deliverInline(ctx context.Context, m *models.Message, acc *models.Account) error {
+	payload, err := json.Marshal(DeliverPayload{MessageID: m.ID, Round: m.DeliveryRound})
+	if err != nil {
+		return err
+	}
+	next, err := h.attempt(ctx, m, acc, 0, payload)
+	if errors.Is(err, asynq.SkipRetry) {
+		return nil // failed for good, and recorded so: the bot's task itself succeeded
+	}
+	if err != nil || next == nil {
+		return err
+	}
+	return h.Queue.DeliverRetry(ctx, m.ID, m.DeliveryRound, 1, *next)
+}
+
+// attempt makes attempt number n (0-based, within the message's delivery round) to deliver m and
+// records it. It returns when the next attempt is due, or nil when there is none (sent, or failed for
+// good); m.Error is the failure's error then.
+func (h *Handler) attempt(ctx context.Context, m *models.Message, acc *models.Account, n int, payload []byte) (*time.Time, error) {
 	transport, ok := h.transports()[m.Transport]
 	if !ok {
-		return fmt.Errorf("deliver %s: unknown transport %q: %w", m.ID, m.Transport, asynq.SkipRetry)
+		return nil, fmt.Errorf("deliver %s: unknown transport %q: %w", m.ID, m.Transport, asynq.SkipRetry)
 	}
 	res := transport.Deliver(ctx, m, acc)
 	deliveryLatency.WithLabelValues(m.Transport).Observe(res.Duration.Seconds())
 	h.Log.InfoContext(ctx, "delivery", "message_id", m.ID, "account_id", m.AccountID, "transport", m.Transport,
-		"status_code", res.StatusCode, "ok", res.OK(), "duration_ms", res.Duration.Milliseconds())
-	return h.recordDelivery(ctx, t, m.ID, m.Transport, res)
-}
-
-// recordDelivery stores the attempt's outcome and tells asynq whether to retry.
-func (h *Handler) recordDelivery(ctx context.Context, t *asynq.Task, messageID, transport string, res DeliveryResult) error {
+		"status_code", res.StatusCode, "ok", res.OK(), "attempt", n+1, "duration_ms", res.Duration.Milliseconds())
 	out := models.AttemptOutcome{StatusCode: res.StatusCode, Error: res.Error, Duration: res.Duration, ProviderID: res.ProviderID}
 	if res.OK() {
 		out.Error = ""
-		deliveries.WithLabelValues(transport, "sent").Inc()
-		return h.recordSent(ctx, messageID, out)
+		deliveries.WithLabelValues(m.Transport, "sent").Inc()
+		return nil, h.recordSent(ctx, m.ID, out)
 	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	final := !res.Retryable || retried >= maxRetry
-	var next time.Time
+	schedule := h.Config.WebhookRetrySchedule
+	final := !res.Retryable || n >= len(schedule)
 	if !final {
-		next = nextAttempt(h.Config.WebhookRetrySchedule, retried, t.Payload(), res.RetryAfter)
+		next := nextAttempt(schedule, n, payload, res.RetryAfter)
 		out.NextAttemptAt = &next
 	}
-	if err := h.Store.RecordAttempt(ctx, messageID, out); err != nil {
-		return err
+	if err := h.Store.RecordAttempt(ctx, m.ID, out); err != nil {
+		return nil, err
 	}
+	m.Error = &res.Error
 	if final {
-		deliveries.WithLabelValues(transport, "failed").Inc()
-		return fmt.Errorf("deliver %s: %s: %w", messageID, res.Error, asynq.SkipRetry)
+		deliveries.WithLabelValues(m.Transport, "failed").Inc()
+		return nil, fmt.Errorf("deliver %s: %s: %w", m.ID, res.Error, asynq.SkipRetry)
 	}
-	deliveries.WithLabelValues(transport, "retry").Inc()
-	return &retryAt{err: errors.New(res.Error), at: next}
+	deliveries.WithLabelValues(m.Transport, "retry").Inc()
+	return out.NextAttemptAt, nil
+}
+
+// DeliverRetry enqueues the rest of a delivery round whose first prior attempts were made outside a
+// delivery task (the bot's inline attempt), to run at its next attempt's time.
+func (q *Queue) DeliverRetry(ctx context.Context, messageID string, round, prior int, at time.Time) error {
+	return q.enqueue(ctx, TypeWebhookDeliver, DeliverPayload{MessageID: messageID, Round: round, Prior: prior},
+		asynq.TaskID(fmt.Sprintf("deliver:%s:%d", messageID, round)), asynq.Queue(QueueCritical),
+		asynq.MaxRetry(max(len(q.cfg.WebhookRetrySchedule)-prior, 0)), asynq.ProcessAt(at))
 }
 
 // recordSent records a delivery the receiver accepted. Failing here would retry the task and send the

@@ -29,10 +29,13 @@ type BotReplyPayload struct {
 }
 
 // DeliverPayload names an outgoing message and its delivery round (bumped by a redeliver, so a new
-// round gets a task id of its own while an old round's task may still be archived).
+// round gets a task id of its own while an old round's task may still be archived). Prior counts the
+// attempts of the round made before the task (the bot's inline first attempt), which the retry
+// schedule has spent already.
 type DeliverPayload struct {
 	MessageID string `json:"messageId"`
 	Round     int    `json:"round"`
+	Prior     int    `json:"prior,omitempty"`
 }
 
 // AlertPayload names an alert to send to the alert webhook.

@@ -97,6 +97,11 @@ func (s *Store) MessageByID(ctx context.Context, accountID, id string) (*Message
 	return oneMessage(ctx, s.db.NewSelect().Where("account_id = ? AND id = ?", accountID, id))
 }
 
+// ReplyTo returns the bot's reply to an incoming message, or NOT_FOUND.
+func (s *Store) ReplyTo(ctx context.Context, incomingID string) (*Message, error) {
+	return oneMessage(ctx, s.db.NewSelect().Where("reply_to_id = ?", incomingID))
+}
+
 // Message returns a message by id alone, for the worker, which acts on ids from its own tasks.
 func (s *Store) Message(ctx context.Context, id string) (*Message, error) {
 	return oneMessage(ctx, s.db.NewSelect().Where("id = ?", id))

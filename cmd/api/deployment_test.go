@@ -50,6 +50,13 @@ func startKillDeployment(t *testing.T, email string, workers int, hook string, v
 // was the whole system; a worker only with restartWorker (otherwise the other workers carry on).
 func (d *killDeployment) killVictim(restartWorker bool) {
 	d.t.Helper()
+	d.killVictimThen(restartWorker, nil)
+}
+
+// killVictimThen is killVictim, running afterKill (when not nil) once the victim is dead and before
+// anything is started again.
+func (d *killDeployment) killVictimThen(restartWorker bool, afterKill func()) {
+	d.t.Helper()
 	victim := d.api
 	if len(d.workers) > 0 {
 		victim = d.workers[len(d.workers)-1]
@@ -59,6 +66,9 @@ func (d *killDeployment) killVictim(restartWorker bool) {
 	}
 	<-victim.done
 	victim.done <- nil
+	if afterKill != nil {
+		afterKill()
+	}
 	switch {
 	case victim == d.api:
 		d.api = start(d.t, d.environ, "api")
