@@ -84,3 +84,51 @@ func TestImportTriggersCampaignsAndReportsInvalidRows(t *testing.T) {
 		})
 	}
 }
+
+// A row with bad quoting is that row's error: the rows after it, including those an unclosed quote
+// would have swallowed, are imported (models.ParseContactCSV).
+func TestImportReportsBadQuotingPerRow(t *testing.T) {
+	srv := startServer(t)
+	_, key := newAccount(t)
+	listID := newList(t, srv, key, "Quoting")
+
+	csv := "phone,first_name\n" +
+		"+14155557101,\"Ada\n" + // 2: a quote never closed
+		"+14155557102,Bob\n" + // 3
+		"+14155557103,O\"Brien\n" + // 4: a bare quote
+		"+14155557104,\"Cy \"\"Jr\"\"\"\n" // 5: quoted, with doubled quotes
+	body, ctype := multipartCSV(t, "file", csv)
+	r := do(t, "POST", srv.URL+"/v1/lists/"+listID+"/import", key, body, "Content-Type: "+ctype)
+	expect(t, r, http.StatusOK, "")
+	res := r.JSON(t)
+	if res["imported"] != 2.0 || res["existing"] != 0.0 || res["invalid"] != 2.0 {
+		t.Fatalf("import result: %s", r.Body)
+	}
+	errs := res["errors"].([]any)
+	if len(errs) != 2 {
+		t.Fatalf("row errors: %v", errs)
+	}
+	for i, want := range []struct {
+		row  float64
+		text string
+	}{{2, "unclosed quote"}, {4, "bare quote"}} {
+		e := errs[i].(map[string]any)
+		if e["row"] != want.row || !strings.Contains(e["error"].(string), want.text) {
+			t.Errorf("row error %d: %v, want row %v with %q", i, e, want.row, want.text)
+		}
+	}
+
+	page := do(t, "GET", srv.URL+"/v1/lists/"+listID+"/contacts", key, nil)
+	expect(t, page, http.StatusOK, "")
+	names := map[string]string{}
+	for _, item := range page.JSON(t)["data"].([]any) {
+		c := item.(map[string]any)
+		phone, _ := c["phone"].(string)
+		name, _ := c["firstName"].(string)
+		names[phone] = name
+	}
+	want := map[string]string{"+14155557102": "Bob", "+14155557104": `Cy "Jr"`}
+	if len(names) != len(want) || names["+14155557102"] != want["+14155557102"] || names["+14155557104"] != want["+14155557104"] {
+		t.Fatalf("list contacts %v, want %v\n%s", names, want, page.Body)
+	}
+}

@@ -3,8 +3,6 @@ package models
 import (
 	"bufio"
 	"bytes"
-	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -28,16 +26,26 @@ const MaxImportRows = 50000
 // phone_number, firstName and lastName accepted as aliases; unknown columns ignored), then one contact
 // per row. The delimiter is a comma or a semicolon, whichever the header line uses.
 //
+// Quoting is strict RFC 4180, as encoding/csv reads it without LazyQuotes (space before a field is
+// ignored): a field holding the delimiter, a quote or a line break is enclosed in double quotes, with
+// each quote inside it doubled; such a quoted field may span lines. A row that breaks this rule is
+// reported as that row's error and the import goes on: a quote in a field that does not start with
+// one ("bare quote"), text after a field's closing quote, or a quoted field still open at the end of
+// the file (or after maxRecordBytes: "unclosed quote"). When such a row spans several lines, reading
+// resumes at the line after the row's first line, so the rows that an unclosed quote swallowed are
+// read on their own. A header row that breaks the rule makes the whole file invalid.
+//
 // Each row is validated the way CreateOrGetContact validates its input. Valid rows are returned
 // normalized (phone in E.164, email lower-cased, names trimmed), in file order; a row repeating an
 // earlier row's phone (or, for a row without a phone, email) is left out. Invalid rows, including rows
-// with invalid UTF-8, are reported in the second result with their line number and skipped. Blank lines
-// are skipped silently. A file with a header and no rows returns no contacts and no error.
+// with invalid UTF-8 or bad quoting, are reported in the second result with the line number the row
+// starts on (the header's line counts) and skipped. Blank lines are skipped silently. A file with a
+// header and no rows returns no contacts and no error.
 //
 // Errors: VALIDATION_ERROR for an empty file, a header naming neither a phone nor an email column (or a
-// column twice), more than MaxImportRows data rows, or a file that is not CSV text; anything else (a
-// failing reader) is internal. The file is streamed: besides the result, only a record at a time and
-// the set of identities seen are held.
+// column twice) or with bad quoting, more than MaxImportRows data rows, or a file that is not CSV
+// text; anything else (a failing reader) is internal. The file is streamed: besides the result, only a
+// record at a time and the set of identities seen are held.
 func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
 	br := bufio.NewReader(r)
 	if err := skipByteOrderMark(br); err != nil {
@@ -47,12 +55,7 @@ func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cr := csv.NewReader(io.MultiReader(bytes.NewReader(head), br))
-	cr.Comma = sniffDelimiter(head)
-	cr.FieldsPerRecord = -1
-	cr.LazyQuotes = true
-	cr.TrimLeadingSpace = true
-	cr.ReuseRecord = true
+	recs := &csvRecords{src: bufio.NewReader(io.MultiReader(bytes.NewReader(head), br)), comma: byte(sniffDelimiter(head))}
 
 	var (
 		cols     *csvColumns
@@ -62,29 +65,36 @@ func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
 		rows     int
 	)
 	for {
-		rec, err := cr.Read()
+		// Before the header, blank lines are skipped as readHead skips them, so that the header is the
+		// line the delimiter was sniffed on.
+		line, rec, problem, err := recs.next(cols == nil)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				return nil, nil, Errorf(CodeValidation, "the file is not valid CSV: line %d: %v", pe.Line, pe.Err)
-			}
-			return nil, nil, fmt.Errorf("read contact csv: %w", err)
+			return nil, nil, err
 		}
-		if isBlankRecord(rec) {
-			continue
-		}
-		line, _ := cr.FieldPos(0)
 		if cols == nil {
+			if problem != "" {
+				if bytes.IndexByte(recs.raw, 0) >= 0 {
+					return nil, nil, errBinaryCSV(line)
+				}
+				return nil, nil, Errorf(CodeValidation, "the header row (line %d) is not valid CSV: %s", line, problem)
+			}
 			if cols, err = parseCSVHeader(rec, line); err != nil {
 				return nil, nil, err
 			}
 			continue
 		}
+		if problem == "" && isBlankRecord(rec) {
+			continue
+		}
 		if rows++; rows > MaxImportRows {
 			return nil, nil, Errorf(CodeValidation, "the file has more than %d contact rows: split it into several imports", MaxImportRows)
+		}
+		if problem != "" {
+			rowErrs = append(rowErrs, CSVRowError{Row: line, Error: problem})
+			continue
 		}
 		in, identity, err := cols.contact(rec)
 		if err != nil {
@@ -101,6 +111,196 @@ func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
 		return nil, nil, Errorf(CodeValidation, "the file is empty: it needs a header row naming the columns phone, first_name, last_name, email")
 	}
 	return contacts, rowErrs, nil
+}
+
+// maxRecordBytes bounds a row whose quoted field spans lines: a quote still open beyond it is taken as
+// never closed, so a stray quote cannot make one row of the rest of a large file.
+const maxRecordBytes = 1 << 20
+
+// csvRecords splits CSV text into records and their fields with the strict quoting rules of
+// encoding/csv (LazyQuotes off, TrimLeadingSpace on, any number of fields), but reports a record that
+// breaks them as a problem of that record, and then goes on with the next line.
+type csvRecords struct {
+	src   *bufio.Reader
+	comma byte
+	// pending is read before src: the lines after the first of a record that was not valid CSV.
+	pending []byte
+	line    int    // lines read so far
+	raw     []byte // the current record's lines, as read
+	buf     []byte // its fields, unquoted, one after another
+	ends    []int  // where each field ends in buf
+	fields  []string
+}
+
+// Problems a record can have; %d is the 1-based field.
+const (
+	csvUnclosedAtEOF  = "unclosed quote: a quoted field of this row is still open at the end of the file; write a quote inside a quoted field as \"\""
+	csvUnclosedTooBig = "unclosed quote: a quoted field of this row is still open after 1 MiB; write a quote inside a quoted field as \"\""
+	csvBareQuote      = "bare quote in field %d: a field holding a quote must be enclosed in quotes, with the quote doubled (\"\")"
+	csvAfterQuote     = "unexpected text after the closing quote of field %d: write a quote inside a quoted field as \"\""
+	// A quoted field that spans lines and then fails is most likely a quote that was never closed.
+	csvRunsOn = "unclosed quote in field %d: the quoted field runs on to line %d, where a quote is followed by text; write a quote inside a quoted field as \"\""
+)
+
+// next reads the next record and returns the number of its first line with its fields, or with the
+// problem that makes it invalid (then the lines after its first are read again as records of their
+// own). The fields are valid until the next call. At the end of the text it returns io.EOF; a failing
+// reader is an internal error. With skipBlank, blank lines (isBlankLine) are skipped first.
+func (r *csvRecords) next(skipBlank bool) (line int, fields []string, problem string, err error) {
+	for {
+		r.raw, r.buf, r.ends = r.raw[:0], r.buf[:0], r.ends[:0]
+		if err := r.readLine(); err != nil {
+			return 0, nil, "", err
+		}
+		if !skipBlank || !isBlankLine(r.raw) {
+			break
+		}
+	}
+	line = r.line
+	firstEnd := len(r.raw)
+	problem, err = r.parse()
+	if err != nil {
+		return 0, nil, "", err
+	}
+	if problem != "" {
+		if len(r.raw) > firstEnd {
+			rest := make([]byte, 0, len(r.raw)-firstEnd+len(r.pending))
+			rest = append(rest, r.raw[firstEnd:]...)
+			r.pending = append(rest, r.pending...)
+			r.line = line
+		}
+		return line, nil, problem, nil
+	}
+	// One string for the record, as encoding/csv does; ParseContactCSV copies what it keeps.
+	all := string(r.buf)
+	r.fields = r.fields[:0]
+	start := 0
+	for _, end := range r.ends {
+		r.fields = append(r.fields, all[start:end])
+		start = end
+	}
+	return line, r.fields, "", nil
+}
+
+// parse reads the fields of the record whose first line is in r.raw, reading more lines while a
+// quoted field is open.
+func (r *csvRecords) parse() (problem string, err error) {
+	pos := 0
+	end, newline := lineEnd(r.raw, 0)
+	for field := 1; ; field++ {
+		for pos < end {
+			c, size := utf8.DecodeRune(r.raw[pos:end])
+			if !unicode.IsSpace(c) {
+				break
+			}
+			pos += size
+		}
+		if pos == end || r.raw[pos] != '"' {
+			i := bytes.IndexByte(r.raw[pos:end], r.comma)
+			if i < 0 {
+				i = end - pos
+			}
+			if bytes.IndexByte(r.raw[pos:pos+i], '"') >= 0 {
+				return fmt.Sprintf(csvBareQuote, field), nil
+			}
+			r.buf = append(r.buf, r.raw[pos:pos+i]...)
+			r.ends = append(r.ends, len(r.buf))
+			if pos += i; pos == end {
+				return "", nil
+			}
+			pos++ // the delimiter
+			continue
+		}
+		pos++ // the opening quote
+		opened := r.line
+		for {
+			i := bytes.IndexByte(r.raw[pos:end], '"')
+			if i < 0 {
+				// The field goes on on the next line.
+				r.buf = append(r.buf, r.raw[pos:end]...)
+				if !newline {
+					return csvUnclosedAtEOF, nil
+				}
+				if len(r.raw) > maxRecordBytes {
+					return csvUnclosedTooBig, nil
+				}
+				r.buf = append(r.buf, '\n')
+				pos = len(r.raw)
+				if err := r.readLine(); err == io.EOF {
+					return csvUnclosedAtEOF, nil
+				} else if err != nil {
+					return "", err
+				}
+				end, newline = lineEnd(r.raw, pos)
+				continue
+			}
+			r.buf = append(r.buf, r.raw[pos:pos+i]...)
+			pos += i + 1
+			switch {
+			case pos < end && r.raw[pos] == '"': // a doubled quote
+				r.buf = append(r.buf, '"')
+				pos++
+				continue
+			case pos == end:
+				r.ends = append(r.ends, len(r.buf))
+				return "", nil
+			case r.raw[pos] == r.comma:
+				r.ends = append(r.ends, len(r.buf))
+				pos++
+			case r.line > opened:
+				return fmt.Sprintf(csvRunsOn, field, r.line), nil
+			default:
+				return fmt.Sprintf(csvAfterQuote, field), nil
+			}
+			break
+		}
+	}
+}
+
+// lineEnd returns where the content of the line starting at start in b ends, without its "\n" or
+// "\r\n" (or, on the last line, a trailing "\r", as encoding/csv drops it), and whether it had a newline.
+func lineEnd(b []byte, start int) (end int, newline bool) {
+	end = len(b)
+	if end > start && b[end-1] == '\n' {
+		end--
+		newline = true
+	}
+	if end > start && b[end-1] == '\r' {
+		end--
+	}
+	return end, newline
+}
+
+// readLine appends the next line, with its newline when it has one, to r.raw. It returns io.EOF at
+// the end of the text.
+func (r *csvRecords) readLine() error {
+	if len(r.pending) > 0 {
+		n := bytes.IndexByte(r.pending, '\n') + 1
+		if n == 0 {
+			n = len(r.pending)
+		}
+		r.raw = append(r.raw, r.pending[:n]...)
+		r.pending = r.pending[n:]
+		r.line++
+		return nil
+	}
+	start := len(r.raw)
+	for {
+		chunk, err := r.src.ReadSlice('\n')
+		r.raw = append(r.raw, chunk...)
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF:
+			if len(r.raw) == start {
+				return io.EOF
+			}
+		case err != nil:
+			return fmt.Errorf("read contact csv: %w", err)
+		}
+		r.line++
+		return nil
+	}
 }
 
 // Byte order marks: UTF-8's is dropped; UTF-16's means a spreadsheet saved "Unicode text", which is
@@ -222,12 +422,16 @@ var csvHeaderNames = map[string]int{
 // not have it.
 type csvColumns [numCSVColumns]int
 
+func errBinaryCSV(line int) error {
+	return Errorf(CodeValidation, "the file is not CSV text (line %d holds binary data): export the spreadsheet as CSV UTF-8", line)
+}
+
 func parseCSVHeader(rec []string, line int) (*csvColumns, error) {
 	cols := &csvColumns{-1, -1, -1, -1}
 	for i, name := range rec {
 		// A NUL never appears in CSV text; it does in spreadsheets, archives and UTF-16 files.
 		if strings.IndexByte(name, 0) >= 0 {
-			return nil, Errorf(CodeValidation, "the file is not CSV text (line %d holds binary data): export the spreadsheet as CSV UTF-8", line)
+			return nil, errBinaryCSV(line)
 		}
 		name = strings.TrimFunc(name, func(r rune) bool { return unicode.IsSpace(r) || r == '\uFEFF' })
 		col, ok := csvHeaderNames[strings.ToLower(name)]

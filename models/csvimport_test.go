@@ -1,9 +1,13 @@
 package models
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -195,6 +199,92 @@ func TestParseContactCSV(t *testing.T) {
 			want: []ContactInput{{Phone: "+14155550123"}},
 		},
 		{
+			name: "an unclosed quote in a middle row is that row's error; the rows it swallowed are read",
+			in: "phone,first_name\n" +
+				"+14155550123,\"Ada\n" + // 2: the quote is never closed
+				"+14155550124,Bob\n" + // 3
+				"+14155550125,Cy\n", // 4
+			want:     []ContactInput{{FirstName: "Bob", Phone: "+14155550124"}, {FirstName: "Cy", Phone: "+14155550125"}},
+			wantErrs: []CSVRowError{{Row: 2, Error: csvUnclosedAtEOF}},
+		},
+		{
+			name: "a stray quote closed by a later row's quote is the first row's error",
+			in: "phone,first_name\n" +
+				"+14155550123,\"Ada\n" + // 2: the next quote, on line 4, is followed by text
+				"+14155550124,Bob\n" + // 3
+				"+14155550125,\"Cy\"\n", // 4
+			want:     []ContactInput{{FirstName: "Bob", Phone: "+14155550124"}, {FirstName: "Cy", Phone: "+14155550125"}},
+			wantErrs: []CSVRowError{{Row: 2, Error: fmt.Sprintf(csvRunsOn, 2, 4)}},
+		},
+		{
+			name: "text after a closing quote in a row spanning lines",
+			in:   "phone,first_name,last_name\n\"+14155550123\",\"Ada\nLove\",\"lace\"x\n+14155550124,Bob\n\"x\ny\"z\n",
+			want: []ContactInput{{FirstName: "Bob", Phone: "+14155550124"}},
+			wantErrs: []CSVRowError{
+				{Row: 2, Error: fmt.Sprintf(csvAfterQuote, 3)}, // field 3 starts on line 3, the line of the error
+				{Row: 3, Error: fmt.Sprintf(csvBareQuote, 1)},  // read again on its own after row 2 failed
+				{Row: 5, Error: fmt.Sprintf(csvRunsOn, 1, 6)},
+				{Row: 6, Error: fmt.Sprintf(csvBareQuote, 1)},
+			},
+		},
+		{
+			name: "a bare quote in an unquoted field",
+			in: "phone,first_name,last_name\n" +
+				"+14155550123,Ada \"The Countess\",Lovelace\n" + // 2
+				"+14155550124,Bob,O\"Brien\n" + // 3
+				"+14155550125,Cy,Young\n", // 4
+			want: []ContactInput{{FirstName: "Cy", LastName: "Young", Phone: "+14155550125"}},
+			wantErrs: []CSVRowError{
+				{Row: 2, Error: fmt.Sprintf(csvBareQuote, 2)},
+				{Row: 3, Error: fmt.Sprintf(csvBareQuote, 3)},
+			},
+		},
+		{
+			name:     "a bare quote with the semicolon delimiter",
+			in:       "phone;first_name\n+14155550123;5\" tall\n+14155550124;Bob\n",
+			want:     []ContactInput{{FirstName: "Bob", Phone: "+14155550124"}},
+			wantErrs: []CSVRowError{{Row: 2, Error: fmt.Sprintf(csvBareQuote, 2)}},
+		},
+		{
+			name: "text after a closing quote",
+			in:   "phone,first_name\n\"+14155550123\"x,Ada\n+14155550124,\"Bob\" ,\n+14155550125,Cy\n",
+			want: []ContactInput{{FirstName: "Cy", Phone: "+14155550125"}},
+			wantErrs: []CSVRowError{
+				{Row: 2, Error: fmt.Sprintf(csvAfterQuote, 1)},
+				{Row: 3, Error: fmt.Sprintf(csvAfterQuote, 2)},
+			},
+		},
+		{
+			name: "a valid quoted field with a line break and doubled quotes still imports",
+			in: "phone,first_name,last_name\n" +
+				"+14155550123,\"Ada \"\"The\"\"\nCountess\",\"\"\"Lovelace\"\"\"\n" + // 2-3
+				"  \"+14155550124\",  \"Bob\",\"\"\n" + // 4: space before a quoted field is ignored
+				"123,x,y\n", // 5
+			want: []ContactInput{
+				{FirstName: "Ada \"The\"\nCountess", LastName: "\"Lovelace\"", Phone: "+14155550123"},
+				{FirstName: "Bob", Phone: "+14155550124"},
+			},
+			wantErrs: []CSVRowError{{Row: 5, Error: `phone "123" has no country code: write it in international form, such as +14155550123`}},
+		},
+		{
+			name:     "an unclosed quote on the last row",
+			in:       "phone,first_name\n+14155550123,Ada\n+14155550124,\"Bob\n",
+			want:     []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
+			wantErrs: []CSVRowError{{Row: 3, Error: csvUnclosedAtEOF}},
+		},
+		{
+			name:     "an unclosed quote on the last row without a newline",
+			in:       "phone,first_name\r\n+14155550123,Ada\r\n+14155550124,\"Bob",
+			want:     []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
+			wantErrs: []CSVRowError{{Row: 3, Error: csvUnclosedAtEOF}},
+		},
+		{
+			name:     "a lone quote on a line after the header is a row, not a blank line",
+			in:       "phone,first_name\n\"\n+14155550123,Ada\n",
+			want:     []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
+			wantErrs: []CSVRowError{{Row: 2, Error: csvUnclosedAtEOF}},
+		},
+		{
 			name:     "NUL in a name is a row error",
 			in:       "phone,first_name\n+14155550123,A\x00da\n",
 			wantErrs: []CSVRowError{{Row: 2, Error: "first_name must be valid UTF-8 text"}},
@@ -230,6 +320,9 @@ func TestParseContactCSVFileErrors(t *testing.T) {
 		{"header after blank lines is reported on its line", "\n\nname\n", "header row (line 3)"},
 		{"a column named twice", "Phone,phone_number\n+14155550123,+14155550124\n", `names the phone column twice: "Phone" and "phone_number"`},
 		{"a spreadsheet instead of CSV", "PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00phone\n", "the file is not CSV text (line 1 holds binary data)"},
+		{"a header with an unclosed quote", "phone,\"first_name\n+14155550123,Ada\n", `the header row (line 1) is not valid CSV: unclosed quote`},
+		{"a header with a bare quote", "\n\nphone,first\"name\n+14155550123,Ada\n", `the header row (line 3) is not valid CSV: bare quote in field 2`},
+		{"binary data with quotes", "PK\x03\x04\"\x00phone\n", "the file is not CSV text (line 1 holds binary data)"},
 		{"UTF-16 little endian", "\xff\xfep\x00h\x00o\x00n\x00e\x00\n\x00", "the file is UTF-16 text"},
 		{"UTF-16 big endian", "\xfe\xff\x00p\x00h\x00o\x00n\x00e\x00\n", "the file is UTF-16 text"},
 	}
@@ -276,6 +369,94 @@ func TestParseContactCSVRowLimit(t *testing.T) {
 		}
 		if rows.n < MaxImportRows/2 {
 			t.Errorf("%d lines were left unread, want the rest of the file left unread", rows.n)
+		}
+	})
+}
+
+// A quoted field that is still open after maxRecordBytes is taken as unclosed: the rows after the
+// quote are read on their own rather than becoming one contact's name.
+func TestParseContactCSVLongQuotedField(t *testing.T) {
+	row := "+14155550124,Bob," + strings.Repeat("x", 80) + "\n"
+	n := maxRecordBytes/len(row) + 100
+	in := io.MultiReader(
+		strings.NewReader("phone,first_name,notes\n+14155550123,\"Ada\n"), // line 2 opens a quote
+		&repeatedLines{line: row, n: n},                                   // lines 3 .. n+2
+		strings.NewReader("end\",,\n+14155550125,Cy,\n"),                  // line n+3 would close it
+	)
+	got, rowErrs, err := ParseContactCSV(in)
+	if err != nil {
+		t.Fatalf("ParseContactCSV: %v", err)
+	}
+	want := []ContactInput{{FirstName: "Bob", Phone: "+14155550124"}, {FirstName: "Cy", Phone: "+14155550125"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("contacts (-want +got):\n%s", diff)
+	}
+	wantErrs := []CSVRowError{{Row: 2, Error: csvUnclosedTooBig}, {Row: n + 3, Error: fmt.Sprintf(csvBareQuote, 1)}}
+	if diff := cmp.Diff(wantErrs, rowErrs); diff != "" {
+		t.Errorf("row errors (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzCSVRecordsMatchEncodingCSV checks csvRecords against encoding/csv with the same strict settings:
+// the same records on the same lines, and a problem on the record where encoding/csv first fails.
+func FuzzCSVRecordsMatchEncodingCSV(f *testing.F) {
+	for _, seed := range []string{
+		"a,b\n\"c\nd\",e\r\n\n  \"f\"\"g\",h\r",
+		"a;\"b;c\";d\n\"\"\n \n\"x\"\"\"",
+		"a,\"b\n\nc\"\"\"\r\n\r\r\n\"d",
+		"a,b\"c\nd",
+		"\"a\" ,b\n",
+		"\xc2\x85\"a\",\u00a0b\r\r\n",
+		"\"a\r\r\nb\"\r\rc",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, comma := range []byte{',', ';'} {
+			cr := csv.NewReader(bytes.NewReader(data))
+			cr.Comma = rune(comma)
+			cr.FieldsPerRecord = -1
+			cr.TrimLeadingSpace = true
+			recs := &csvRecords{src: bufio.NewReader(bytes.NewReader(data)), comma: comma}
+			// encoding/csv skips empty lines, csvRecords returns them as one empty field: compare
+			// records that are not a single empty field.
+			nextOurs := func() (int, []string, string, error) {
+				for {
+					line, fields, problem, err := recs.next(false)
+					if err != nil || problem != "" || len(fields) != 1 || fields[0] != "" {
+						return line, fields, problem, err
+					}
+				}
+			}
+			for {
+				want, werr := cr.Read()
+				if werr == nil && len(want) == 1 && want[0] == "" {
+					continue
+				}
+				line, got, problem, err := nextOurs()
+				if werr == io.EOF {
+					if err != io.EOF {
+						t.Fatalf("comma %q: encoding/csv ends, csvRecords reads line %d: %q, %q, %v", comma, line, got, problem, err)
+					}
+					break
+				}
+				var pe *csv.ParseError
+				if errors.As(werr, &pe) {
+					if err != nil || problem == "" || line != pe.StartLine {
+						t.Fatalf("comma %q: encoding/csv fails on the record of line %d (%v), csvRecords reads line %d: %q, %q, %v",
+							comma, pe.StartLine, werr, line, got, problem, err)
+					}
+					break
+				}
+				if werr != nil {
+					t.Fatalf("encoding/csv: %v", werr)
+				}
+				wantLine, _ := cr.FieldPos(0)
+				if err != nil || problem != "" || line != wantLine || !slices.Equal(got, want) {
+					t.Fatalf("comma %q: encoding/csv reads line %d: %q; csvRecords reads line %d: %q, %q, %v",
+						comma, wantLine, want, line, got, problem, err)
+				}
+			}
 		}
 	})
 }
