@@ -2,10 +2,10 @@ package api
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/redis/go-redis/v9"
 
 	"funnelchat/models"
 )
@@ -66,30 +66,64 @@ func str(p *string) string {
 	return *p
 }
 
+// maxSidLookup bounds the messageSid the key check looks up in Redis before the body is validated: a
+// valid one is at most 256 characters (models.IncomingInput.Validate) of at most 4 bytes.
+const maxSidLookup = 4 * 256
+
 // incomingMessage: POST /v1/incoming_custom_channel_message. It stores the message and
 // enqueues the bot's reply; it never calls the bot itself. A repeated messageSid answers 200 with the
 // first message's id and "duplicate": true. Errors use the string form.
+//
+// The route runs no authenticate/rateLimit middleware: the body is decoded first (CPU only, and only
+// for a request that sends a key), so that one Redis call checks the key, counts the request and looks
+// the messageSid up (checks.go). The answers keep the order of every keyed route: 401, then 429, then
+// the body's 400, then the duplicate's 200. On the fast path (key cached, new message) the request
+// costs two Redis round trips, that call and the enqueue (with the messageSid's SET in the same
+// pipeline), around the database's one.
 func (s *Server) incomingMessage(c *fiber.Ctx) error {
-	var req incomingRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	in, err := req.input()
+	apiKey, err := requestKey(c, true)
 	if err != nil {
 		return err
+	}
+	var req incomingRequest
+	var in models.IncomingInput
+	bodyErr := decodeJSON(c, &req)
+	if bodyErr == nil {
+		in, bodyErr = req.input()
+	}
+	sid := ""
+	if bodyErr == nil {
+		// As Validate will trim it; a body that Validate refuses is answered 400 whatever Redis held.
+		if t := strings.TrimSpace(in.ExternalID); len(t) <= maxSidLookup {
+			sid = t
+		}
+	}
+	ctx := c.UserContext()
+	chk, err := s.checkKey(ctx, apiKey, sid)
+	if err != nil {
+		return err
+	}
+	acc := chk.acc
+	c.Locals(localAccount, acc)
+	if err := s.applyRateLimit(c, chk); err != nil {
+		return err
+	}
+	if bodyErr != nil {
+		return bodyErr
 	}
 	if err := in.Validate(s.cfg.MaxMediaBytes); err != nil {
 		return err
 	}
-	ctx, acc := c.UserContext(), accountOf(c)
 	key := dedupeKey(acc.ID, in.ExternalID)
-	fastCtx, cancel := context.WithTimeout(ctx, redisFastPathTimeout)
-	id, err := s.redis.Get(fastCtx, key).Result()
-	cancel()
-	if err == nil {
-		return c.JSON(fiber.Map{"success": true, "messageId": id, "duplicate": true})
-	} else if err != redis.Nil {
-		s.log.Warn("dedupe fast path unavailable; the database decides", "error", err.Error(), "request_id", requestIDOf(c))
+	switch {
+	case !chk.sidRead || in.ExternalID != sid:
+		why := "not looked up"
+		if chk.redisErr != nil {
+			why = chk.redisErr.Error()
+		}
+		s.log.Warn("dedupe fast path unavailable; the database decides", "error", why, "request_id", requestIDOf(c))
+	case chk.duplicateOf != "":
+		return c.JSON(fiber.Map{"success": true, "messageId": chk.duplicateOf, "duplicate": true})
 	}
 
 	msg, duplicate, err := s.store.IngestIncoming(ctx, acc.ID, in)
@@ -99,29 +133,40 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 	c.Locals(localMessageID, msg.ID)
 	enqCtx, cancel := context.WithTimeout(ctx, enqueueTimeout)
 	defer cancel()
+	remembered := false
 	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
-		// Also on a duplicate: a client retrying after a 503 completes the enqueue that failed.
-		if err := s.queue.BotReply(enqCtx, msg.ID); err != nil {
+		// Also on a duplicate: a client retrying after a 503 completes the enqueue that failed. The
+		// messageSid's SET goes in the enqueue's round trip, and only once the task is queued, so that
+		// such a retry is not answered from Redis before the work is owed.
+		setErr, err := s.queue.BotReplyAndSet(enqCtx, msg.ID, key, msg.ID, dedupeTTL)
+		if err != nil {
 			// Stored but not queued: the sweep would answer it later; a 503 makes the client retry
 			// sooner, and its retry is de-duplicated by messageSid.
 			s.log.Warn("incoming stored, bot reply not enqueued", "message_id", msg.ID, "error", err.Error())
 			return models.Errorf(models.CodeUnavailable, "the message was stored but could not be queued; retry with the same messageSid")
 		}
+		if setErr != nil {
+			s.log.Warn("dedupe fast path not updated", "error", setErr.Error())
+		}
+		remembered = true
 	}
 	if !duplicate && msg.MediaCheck != nil {
 		if err := s.queue.MediaCheck(enqCtx, msg.ID); err != nil {
 			s.log.Warn("media link check not enqueued", "message_id", msg.ID, "error", err.Error())
 		}
 	}
-	s.rememberSid(ctx, key, msg.ID)
+	if !remembered {
+		s.rememberSid(ctx, key, msg.ID)
+	}
 	if duplicate {
 		return c.JSON(fiber.Map{"success": true, "messageId": msg.ID, "duplicate": true})
 	}
 	return c.JSON(fiber.Map{"success": true, "messageId": msg.ID})
 }
 
-func dedupeKey(accountID, sid string) string { return "dedupe:incoming:" + accountID + ":" + sid }
+func dedupeKey(accountID, sid string) string { return dedupePrefix + accountID + ":" + sid }
 
+// rememberSid sets the messageSid's key when no enqueue carried it (no bot reply owed).
 func (s *Server) rememberSid(ctx context.Context, key, messageID string) {
 	ctx, cancel := context.WithTimeout(ctx, redisFastPathTimeout)
 	defer cancel()

@@ -1,51 +1,83 @@
 package api
 
 import (
-	"context"
+	"errors"
 	"math"
 	"strconv"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/gofiber/fiber/v2"
 
 	"funnelchat/models"
 )
 
-// rateLimiterTimeout bounds the limiter's Redis call: when Redis is slow or down, requests are let
-// through (fail open, with a warning) rather than held or refused, because the limit protects the
-// service from overload but is not what keeps data safe.
+// rateLimiterTimeout bounds the Redis call that checks a request's key and counts it (api/checks.go):
+// when Redis is slow or down, requests are let through (fail open, with a warning) rather than held or
+// refused, because the limit protects the service from overload but is not what keeps data safe.
 const rateLimiterTimeout = 250 * time.Millisecond
 
-// rateLimit counts the request against its API key's per-minute limit (GCRA in Redis, shared by every
-// api process) and sets the rate-limit headers the README lists on every authenticated response. Over the limit: 429
-// RATE_LIMITED with Retry-After.
+// rateResult is the rate limit's answer for one request: GCRA with burst = limit per minute, the
+// algorithm and the answers of github.com/go-redis/redis_rate/v10's Allow (api/gcra_test.go holds the
+// script to them).
+type rateResult struct {
+	Limit     int
+	Allowed   bool
+	Remaining int
+	// RetryAfter is when the next request would be allowed, -1 when this one was.
+	RetryAfter time.Duration
+	// ResetAfter is when the allowance is full again.
+	ResetAfter time.Duration
+}
+
+// rateLimit answers 429 RATE_LIMITED (with Retry-After) when the request is over its API key's
+// per-minute limit, and sets the rate-limit headers the README lists on every authenticated response.
+// The request was counted by authenticate, in the same Redis call that checked its key (checks.go).
 func (s *Server) rateLimit(c *fiber.Ctx) error {
-	acc := accountOf(c)
-	limit := s.cfg.RateLimitPerMinute
-	if acc.RateLimitPerMinute != nil {
-		limit = *acc.RateLimitPerMinute
+	chk, _ := c.Locals(localChecks).(*checkResult)
+	if chk == nil {
+		return errors.New("rateLimit: the route does not run authenticate before it")
 	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), rateLimiterTimeout)
-	res, err := s.limiter.Allow(ctx, "ratelimit:"+acc.KeyID, redis_rate.PerMinute(limit))
-	cancel()
-	if err != nil {
-		s.log.Warn("rate limiter unavailable: request allowed without counting", "error", err.Error(),
-			"account_id", acc.ID, "request_id", requestIDOf(c))
-		return c.Next()
-	}
-	reset := int(math.Ceil(res.ResetAfter.Seconds()))
-	remaining := strconv.Itoa(res.Remaining)
-	c.Set("X-RateLimit-Limit", strconv.Itoa(limit))
-	c.Set("X-RateLimit-Remaining", remaining)
-	c.Set("X-RateLimit-Reset", strconv.Itoa(reset))
-	c.Set("RateLimit-Policy", `"per-key";q=`+strconv.Itoa(limit)+";w=60")
-	c.Set("RateLimit", `"per-key";r=`+remaining+";t="+strconv.Itoa(reset))
-	if res.Allowed == 0 {
-		rateLimitRejections.Inc()
-		retry := max(int(math.Ceil(res.RetryAfter.Seconds())), 1)
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retry))
-		return models.Errorf(codeRateLimited, "rate limit of %d requests per minute exceeded: retry after %d seconds", limit, retry)
+	if err := s.applyRateLimit(c, chk); err != nil {
+		return err
 	}
 	return c.Next()
 }
+
+// applyRateLimit sets the headers from the request's count and refuses it when it is over the limit.
+// Without a count (Redis did not answer) the request goes through uncounted and without the headers.
+func (s *Server) applyRateLimit(c *fiber.Ctx, chk *checkResult) error {
+	res := chk.rate
+	if res == nil {
+		s.log.Warn("rate limiter unavailable: request allowed without counting", "error", chk.redisErr.Error(),
+			"account_id", chk.acc.ID, "request_id", requestIDOf(c))
+		return nil
+	}
+	reset := int(math.Ceil(res.ResetAfter.Seconds()))
+	remaining := strconv.Itoa(res.Remaining)
+	limit := strconv.Itoa(res.Limit)
+	c.Set("X-RateLimit-Limit", limit)
+	c.Set("X-RateLimit-Remaining", remaining)
+	c.Set("X-RateLimit-Reset", strconv.Itoa(reset))
+	c.Set("RateLimit-Policy", `"per-key";q=`+limit+";w=60")
+	c.Set("RateLimit", `"per-key";r=`+remaining+";t="+strconv.Itoa(reset))
+	if !res.Allowed {
+		rateLimitRejections.Inc()
+		retry := max(int(math.Ceil(res.RetryAfter.Seconds())), 1)
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retry))
+		return models.Errorf(codeRateLimited, "rate limit of %d requests per minute exceeded: retry after %d seconds", res.Limit, retry)
+	}
+	return nil
+}
+
+// limitOf is the account's requests per minute: its own, else RATE_LIMIT_PER_MINUTE.
+func (s *Server) limitOf(acc *models.Account) int {
+	if acc.RateLimitPerMinute != nil {
+		return *acc.RateLimitPerMinute
+	}
+	return s.cfg.RateLimitPerMinute
+}
+
+// rateKey is the Redis key of an API key's count: by the key's hash, so that it is known before the key
+// is checked, and a rotated key (a new hash) starts with a full allowance. The "rate:" prefix is the
+// one github.com/go-redis/redis_rate gave the same counts.
+func rateKey(k models.KeyCheck) string { return "rate:ratelimit:" + k.Hash() }

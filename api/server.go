@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/gofiber/fiber/v2"
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
@@ -42,8 +42,6 @@ type Server struct {
 	redis redis.UniversalClient
 	queue *jobs.Queue
 	log   *slog.Logger
-	// limiter counts requests per API key in Redis (GCRA), shared by every api process.
-	limiter *redis_rate.Limiter
 
 	asynqRedis asynq.RedisConnOpt
 	monitor    *asynqmon.HTTPHandler
@@ -52,7 +50,7 @@ type Server struct {
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
-	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, queue: d.Queue, log: d.Logger, limiter: redis_rate.NewLimiter(d.Redis), asynqRedis: d.AsynqRedis}
+	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, queue: d.Queue, log: d.Logger, asynqRedis: d.AsynqRedis}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -66,7 +64,10 @@ func New(d Deps) *Server {
 		ReadTimeout:    30 * time.Second,
 		WriteTimeout:   30 * time.Second,
 		IdleTimeout:    120 * time.Second,
+		// Fiber's methods, and methodOther for every method it does not know (see otherMethods).
+		RequestMethods: append(slices.Clone(fiber.DefaultMethods), methodOther),
 	})
+	s.app.Server().Handler = otherMethods(s.app.Server().Handler)
 	s.routes()
 	return s
 }
@@ -96,7 +97,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) routes() {
-	s.app.Use(s.requestID, s.accessLog, s.recoverPanic, s.deadline)
+	s.app.Use(s.requestID, s.accessLog, s.recoverPanic, s.deadline, checkMethod)
 
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
@@ -108,8 +109,15 @@ func (s *Server) routes() {
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and
 	// a wrong method a 405 before any key is asked for (README, "API at a glance").
 	auth := s.authenticate(true)
-	// authed registers an endpoint behind the API key and its rate limit.
-	authed := func(method, path string, h fiber.Handler) { v1.Add(method, path, auth, s.rateLimit, h) }
+	// authed registers an endpoint behind the API key and its rate limit. A GET endpoint answers HEAD
+	// too, as Fiber's Get does (Add does not): the same handlers, so the same status and headers, and
+	// fasthttp leaves the body out.
+	authed := func(method, path string, h fiber.Handler) {
+		if method == fiber.MethodGet {
+			v1.Add(fiber.MethodHead, path, auth, s.rateLimit, h)
+		}
+		v1.Add(method, path, auth, s.rateLimit, h)
+	}
 
 	authed(fiber.MethodPost, "/api_key", s.rotateAPIKey)
 
@@ -124,7 +132,9 @@ func (s *Server) routes() {
 	authed(fiber.MethodGet, "/lists/:id/contacts", s.listContacts)
 	authed(fiber.MethodPost, "/lists/:id/import", s.importContacts)
 
-	authed(fiber.MethodPost, "/incoming_custom_channel_message", s.incomingMessage)
+	// The incoming endpoint checks its key, rate limit and messageSid itself, in one Redis call once the
+	// body is decoded (incomingMessage); the order of its answers is that of authed routes.
+	v1.Post("/incoming_custom_channel_message", s.incomingMessage)
 	v1.All("/incoming_custom_channel_message", methodNotAllowed)
 	authed(fiber.MethodPost, "/send_custom_channel_message", s.sendCustomMessage)
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"funnelchat/config"
 	"funnelchat/models"
@@ -53,21 +54,57 @@ type WebhookTestPayload struct {
 // and enqueueing a task whose id is already taken is not an error: the work is already owed.
 type Queue struct {
 	client *asynq.Client
-	cfg    *config.Config
+	// rdb is the client's Redis connection pool, which the Queue owns: asynq's Client made from a
+	// redis client (NewClientFromRedisClient) does not close it.
+	rdb redis.UniversalClient
+	cfg *config.Config
 }
 
-// NewQueue returns a Queue on the given Redis.
+// NewQueue returns a Queue on the given Redis. Its connection carries piggybackHook (see
+// BotReplyAndSet).
 func NewQueue(opt asynq.RedisConnOpt, cfg *config.Config) *Queue {
-	return &Queue{client: asynq.NewClient(opt), cfg: cfg}
+	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		panic(fmt.Sprintf("jobs: unsupported RedisConnOpt type %T", opt)) // as asynq.NewClient
+	}
+	rdb.AddHook(&piggybackHook{rdb: rdb})
+	return &Queue{client: asynq.NewClientFromRedisClient(rdb), rdb: rdb, cfg: cfg}
 }
 
-// Close releases the Redis connection.
-func (q *Queue) Close() error { return q.client.Close() }
+// Close releases the Redis connection. (asynq's Client.Close would refuse: the connection is ours.)
+func (q *Queue) Close() error { return q.rdb.Close() }
+
+// botReplyTaskID is the bot reply's task id: one task per message, ever.
+func botReplyTaskID(messageID string) string { return "bot:" + messageID }
 
 // BotReply enqueues the bot's reply to an incoming message (one task per message, ever).
 func (q *Queue) BotReply(ctx context.Context, messageID string) error {
 	return q.enqueue(ctx, TypeBotReply, BotReplyPayload{MessageID: messageID},
-		asynq.TaskID("bot:"+messageID), asynq.Queue(QueueDefault), asynq.MaxRetry(botMaxRetry))
+		asynq.TaskID(botReplyTaskID(messageID)), asynq.Queue(QueueDefault), asynq.MaxRetry(botMaxRetry))
+}
+
+// BotReplyAndSet enqueues the bot's reply (as BotReply) and sets key to value for ttl in the same
+// round trip to Redis, once the task is queued: the SET rides in the pipeline of asynq's enqueue
+// script and takes effect only if the task is then in Redis (enqueued now, or before), so a failed
+// enqueue never leaves the key set. err is the enqueue's outcome; setErr the SET's (best effort: nil
+// when the key was set).
+func (q *Queue) BotReplyAndSet(ctx context.Context, messageID, key, value string, ttl time.Duration) (setErr, err error) {
+	set := setIfQueued(ctx, QueueDefault, botReplyTaskID(messageID), key, value, ttl)
+	pctx, p := withPiggyback(ctx, set)
+	if err := q.BotReply(pctx, messageID); err != nil {
+		return nil, err
+	}
+	if !p.sent {
+		// asynq made no script call that carried it (never with v0.26): the task is queued, so a plain
+		// SET, in a round trip of its own, is right.
+		return q.rdb.Set(ctx, key, value, ttl).Err(), nil
+	}
+	switch err := set.Err(); {
+	case errors.Is(err, redis.Nil):
+		return errNotQueued, nil
+	default:
+		return err, nil
+	}
 }
 
 // Deliver enqueues the delivery of an outgoing message in the given round.

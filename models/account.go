@@ -262,22 +262,29 @@ func (s *Store) RotateAPIKey(ctx context.Context, accountID string) (string, err
 
 // Authenticate returns the account that owns the active key rawKey, or UNAUTHORIZED.
 func (s *Store) Authenticate(ctx context.Context, rawKey string) (*Account, error) {
-	if rawKey == "" || len(rawKey) > 256 {
-		return nil, Errorf(CodeUnauthorized, "invalid API key")
+	k, err := s.CheckKey(rawKey)
+	if err != nil {
+		return nil, err
 	}
-	hash := hashKey(rawKey)
 	fill := false
 	if s.keys != nil {
 		var acc *Account
-		if acc, fill = s.keys.lookup(ctx, hash); acc != nil {
+		if acc, fill = s.keys.lookup(ctx, k.hash); acc != nil {
 			return acc, nil
 		}
 	}
+	return s.AuthenticateInDatabase(ctx, k, fill)
+}
+
+// AuthenticateInDatabase returns the account that owns the active key k according to the database, or
+// UNAUTHORIZED. fill says that the key cache was read and had no entry for k (no revoked mark, no Redis
+// error): only then is the answer cached, with SET NX.
+func (s *Store) AuthenticateInDatabase(ctx context.Context, k KeyCheck, fill bool) (*Account, error) {
 	acc := new(Account)
 	err := s.db.NewSelect().Model(acc).
 		ColumnExpr("account.*, k.id AS key_id").
 		Join("JOIN api_keys AS k ON k.account_id = account.id").
-		Where("k.key_hash = ? AND k.revoked_at IS NULL", hash).
+		Where("k.key_hash = ? AND k.revoked_at IS NULL", k.hash).
 		Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Errorf(CodeUnauthorized, "invalid API key")
@@ -285,8 +292,8 @@ func (s *Store) Authenticate(ctx context.Context, rawKey string) (*Account, erro
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	if fill {
-		s.keys.fill(ctx, hash, acc)
+	if fill && s.keys != nil {
+		s.keys.fill(ctx, k.hash, acc)
 	}
 	return acc, nil
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// keyCache keeps, in Redis, what an API key authenticates as, so that a request costs one Redis GET
-// instead of a database query. Every api process shares it, and a rotation marks the old key revoked
+// keyCache keeps, in Redis, what an API key authenticates as, so that a request costs one Redis read
+// instead of a database query (the api reads the entry inside its per-request script, see KeyCheck). Every api process shares it, and a rotation marks the old key revoked
 // there before the database revokes it, so the old key stops working everywhere at once:
 //
 //   - A request reads apikey:<hash>. An account entry answers; a missing entry, a revoked mark or a
@@ -36,7 +36,12 @@ const (
 	keyRevoked      = "revoked"
 )
 
-// cachedAccount is what the cache keeps of an account.
+// KeyCacheRevoked is the value of a revoked key's entry, for a caller that reads entries in a script of
+// its own (see KeyCheck).
+const KeyCacheRevoked = keyRevoked
+
+// cachedAccount is what the cache keeps of an account, as JSON. The api's per-request script
+// (api/checks.go) reads two members of it in Redis, "id" and "rateLimitPerMinute": keep those names.
 type cachedAccount struct {
 	ID                 string    `json:"id"`
 	KeyID              string    `json:"keyId"`
@@ -67,15 +72,56 @@ func (k *keyCache) lookup(ctx context.Context, hash string) (acc *Account, fill 
 	case err != nil, raw == keyRevoked:
 		return nil, false
 	}
+	acc, _ = CachedAccount(raw)
+	return acc, false
+}
+
+// CachedAccount decodes a key cache entry. ok is false when raw is not an account (the revoked mark, or
+// an entry that cannot be read): the database must answer then, and its answer not be cached.
+func CachedAccount(raw string) (acc *Account, ok bool) {
+	if raw == keyRevoked {
+		return nil, false
+	}
 	var c cachedAccount
-	if json.Unmarshal([]byte(raw), &c) != nil {
+	if json.Unmarshal([]byte(raw), &c) != nil || c.ID == "" {
 		return nil, false
 	}
 	return &Account{
 		ID: c.ID, KeyID: c.KeyID, Name: c.Name, Email: c.Email, IsAgency: c.IsAgency, ParentID: c.ParentID,
 		OwnerUserID: c.OwnerUserID, RateLimitPerMinute: c.RateLimitPerMinute, CreatedAt: c.CreatedAt,
-	}, false
+	}, true
 }
+
+// KeyCheck is an API key ready to be checked by a caller that reads the key cache in a Redis call of its
+// own, together with other per-request state (the api reads the entry in the same script as the key's
+// rate limit, see api/checks.go). The caller reads CacheKey; an entry that CachedAccount accepts
+// authenticates the request; a missing entry, the revoked mark, an unreadable entry or a Redis error
+// goes to AuthenticateInDatabase, exactly as Authenticate does by itself. The guarantees listed on
+// keyCache hold as long as the caller does not write the entry itself.
+type KeyCheck struct {
+	hash     string
+	cacheKey string
+}
+
+// CheckKey prepares rawKey. Errors: UNAUTHORIZED for a key that cannot be valid (empty or too long).
+func (s *Store) CheckKey(rawKey string) (KeyCheck, error) {
+	if rawKey == "" || len(rawKey) > 256 {
+		return KeyCheck{}, Errorf(CodeUnauthorized, "invalid API key")
+	}
+	k := KeyCheck{hash: hashKey(rawKey)}
+	if s.keys != nil {
+		k.cacheKey = keyCacheKey(k.hash)
+	}
+	return k, nil
+}
+
+// Hash is the key's SHA-256 (hex). Per-key state named by it (the rate limit) starts afresh with each
+// new key, as a rotation makes one.
+func (k KeyCheck) Hash() string { return k.hash }
+
+// CacheKey is the Redis key of the key's cache entry, "" when the store does not use the key cache
+// (standalone mode).
+func (k KeyCheck) CacheKey() string { return k.cacheKey }
 
 func (k *keyCache) fill(ctx context.Context, hash string, a *Account) {
 	raw, err := json.Marshal(cachedAccount{
