@@ -45,34 +45,30 @@ func (s *Server) putWhatsAppSettings(c *fiber.Ctx) error {
 // "verifyToken"} -> 200 with the page id only. Errors: VALIDATION_ERROR, CONFLICT when another account
 // has connected the page.
 func (s *Server) putMessengerSettings(c *fiber.Ctx) error {
-	var req models.MessengerSettings
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	v, err := req.Meta()
-	if err != nil {
-		return err
-	}
-	if err := s.store.SetMetaSettings(c.UserContext(), accountOf(c).ID, models.ChannelMessenger, v); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"pageId": v.ID, "pageAccessTokenSet": true, "appSecretSet": true, "verifyTokenSet": true})
+	return s.putMetaSettings(c, models.ChannelMessenger, &models.MessengerSettings{}, "pageId", "pageAccessTokenSet")
 }
 
 // putInstagramSettings: PUT /v1/settings/channels/instagram {"accountId","accessToken","appSecret",
 // "verifyToken"} -> 200 with the Instagram account id only. Errors: VALIDATION_ERROR, CONFLICT when
 // another account has connected the Instagram account.
 func (s *Server) putInstagramSettings(c *fiber.Ctx) error {
-	var req models.InstagramSettings
-	if err := decodeJSON(c, &req); err != nil {
+	return s.putMetaSettings(c, models.ChannelInstagram, &models.InstagramSettings{}, "accountId", "accessTokenSet")
+}
+
+// putMetaSettings saves the Meta channel's settings decoded into req and answers with the id (under
+// idField) and which secrets are set, never the secrets.
+func (s *Server) putMetaSettings(c *fiber.Ctx, channel string, req interface {
+	Meta() (models.MetaSettings, error)
+}, idField, tokenSetField string) error {
+	if err := decodeJSON(c, req); err != nil {
 		return err
 	}
 	v, err := req.Meta()
 	if err != nil {
 		return err
 	}
-	if err := s.store.SetMetaSettings(c.UserContext(), accountOf(c).ID, models.ChannelInstagram, v); err != nil {
+	if err := s.store.SetMetaSettings(c.UserContext(), accountOf(c).ID, channel, v); err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"accountId": v.ID, "accessTokenSet": true, "appSecretSet": true, "verifyTokenSet": true})
+	return c.JSON(fiber.Map{idField: v.ID, tokenSetField: true, "appSecretSet": true, "verifyTokenSet": true})
 }

@@ -2,34 +2,20 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 // rawRequest sends one request, written by hand so that any method goes out as is, over a connection
-// of its own, and reads the response.
+// of its own (wireBytes), and reads the response.
 func rawRequest(t *testing.T, srv *server, method, path string, headers ...string) response {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(srv.URL, "http://"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	req := method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-	for _, h := range headers {
-		req += h + "\r\n"
-	}
-	if _, err := io.WriteString(conn, req+"\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
+	res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(wireBytes(t, srv, method, path, headers...))), &http.Request{Method: method})
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
