@@ -112,3 +112,29 @@ func messageBotStatus(t *testing.T, id string) string {
 	}
 	return *m.BotStatus
 }
+
+// TestBotAnswersMessagesOlderThanItsWindow: a message that more than the bot's window of newer ones
+// followed before the worker got to it is still answered, once, and so is every newer one.
+func TestBotAnswersMessagesOlderThanItsWindow(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	const n = 26 // more than the bot's window of 20
+	var ids []string
+	for i := range n {
+		r := incoming(t, srv, key, fmt.Sprintf("window-%d", i), "window-visitor", fmt.Sprintf("message %d", i))
+		expect(t, r, 200, "")
+		ids = append(ids, r.JSON(t)["messageId"].(string))
+	}
+	startWorker(t) // only now: the first messages are older than the window when their tasks run
+	waitFor(t, 20*time.Second, "a reply to every message", func() bool { return len(hook.deliveries()) >= n })
+	time.Sleep(500 * time.Millisecond)
+	if got := len(hook.deliveries()); got != n {
+		t.Fatalf("%d replies to %d messages", got, n)
+	}
+	for _, id := range ids {
+		if got := messageBotStatus(t, id); got != "done" {
+			t.Fatalf("message %s: bot status %q", id, got)
+		}
+	}
+}
