@@ -159,7 +159,8 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 // recorded as failed with the reason rather than dropped, and no provider is called.
 func (h *Handler) unreachable(ctx context.Context, c *models.Campaign, contact *models.Contact, to string) (string, error) {
 	if models.IsMetaChannel(c.Channel) {
-		return h.Store.MetaReachability(ctx, contact.ID, c.Channel, to, time.Now())
+		_, reason, err := h.Store.MetaWindow(ctx, contact.ID, c.Channel, to, false, time.Now())
+		return reason, err
 	}
 	if to == "" {
 		return models.ReasonNoChannelIdentity + ": the contact has no address on " + c.Channel, nil

@@ -128,29 +128,17 @@ type metaTransport struct {
 }
 
 func (t metaTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
-	recipient := models.MetaRecipientID(t.channel, m.ToID)
-	if recipient == "" {
-		return DeliveryResult{Error: models.ReasonNoChannelIdentity + ": the contact has no " + t.channel + " id"}
+	humanAgent, reason, err := t.store.MetaWindow(ctx, m.ContactID, t.channel, m.ToID, m.Author == models.AuthorHuman, time.Now())
+	if err != nil {
+		return DeliveryResult{Error: "load conversation: " + err.Error(), Retryable: true}
+	}
+	if reason != "" {
+		return DeliveryResult{Error: reason}
 	}
 	creds, err := t.store.MetaSettings(ctx, acc.ID, t.channel)
 	if err != nil {
 		return credentialsFailure(err, t.channel)
 	}
-	last, err := t.store.LastIncomingOn(ctx, m.ContactID, t.channel)
-	if err != nil {
-		return DeliveryResult{Error: "load conversation: " + err.Error(), Retryable: true}
-	}
-	humanAgent := false
-	switch age := time.Since(last); {
-	case last.IsZero():
-		return DeliveryResult{Error: models.ReasonOutsideWindow + ": the contact has never written on " + t.channel}
-	case age <= models.StandardWindow:
-	case age <= models.HumanAgentWindow && m.Author == models.AuthorHuman:
-		humanAgent = true
-	case age <= models.HumanAgentWindow:
-		return DeliveryResult{Error: models.ReasonOutsideWindow + ": the contact last wrote more than 24 hours ago; only a team member's reply may go out, for 7 days"}
-	default:
-		return DeliveryResult{Error: models.ReasonOutsideWindow + ": the contact last wrote more than 7 days ago"}
-	}
+	recipient := models.MetaRecipientID(t.channel, m.ToID)
 	return t.client.SendMeta(ctx, t.channel, MetaCredentials{ID: creds.ID, AccessToken: creds.AccessToken}, recipient, m.Body, humanAgent)
 }

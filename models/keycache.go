@@ -11,8 +11,9 @@ import (
 )
 
 // keyCache keeps, in Redis, what an API key authenticates as, so that a request costs one Redis read
-// instead of a database query (the api reads the entry inside its per-request script, see KeyCheck). Every api process shares it, and a rotation marks the old key revoked
-// there before the database revokes it, so the old key stops working everywhere at once:
+// instead of a database query (the api reads the entry inside its per-request script, see KeyCheck).
+// Every api process shares it, and a rotation marks the old key revoked there before the database
+// revokes it, so the old key stops working everywhere at once:
 //
 //   - A request reads apikey:<hash>. An account entry answers; a missing entry, a revoked mark or a
 //     Redis error falls back to the database, which stays the authority.

@@ -147,19 +147,29 @@ func (s *Store) LastIncomingOn(ctx context.Context, contactID, channel string) (
 	return at[0], nil
 }
 
-// MetaReachability says whether an opening (or any message not typed by a team member) can go to the
-// contact on a Meta channel now: "" when it can, else the reason, "NO_CHANNEL_IDENTITY: ..." or
-// "OUTSIDE_MESSAGING_WINDOW: ...". senderID is the contact's address on the channel ("" for none).
-func (s *Store) MetaReachability(ctx context.Context, contactID, channel, senderID string, at time.Time) (string, error) {
+// MetaWindow applies Meta's messaging windows to a message for the contact on a Meta channel now:
+// reason is "" when it may go, with humanAgent when it must carry the HUMAN_AGENT tag (a reply typed by
+// a team member, byTeamMember, from 24 hours to 7 days after the contact's last message on the
+// channel); otherwise reason is "NO_CHANNEL_IDENTITY: ..." (senderID, the contact's address on the
+// channel, is not one of the channel's) or "OUTSIDE_MESSAGING_WINDOW: ...", and no provider may be
+// called.
+func (s *Store) MetaWindow(ctx context.Context, contactID, channel, senderID string, byTeamMember bool, at time.Time) (humanAgent bool, reason string, err error) {
 	if MetaRecipientID(channel, senderID) == "" {
-		return ReasonNoChannelIdentity + ": the contact has never written on " + channel, nil
+		return false, ReasonNoChannelIdentity + ": the contact has never written on " + channel, nil
 	}
 	last, err := s.LastIncomingOn(ctx, contactID, channel)
 	if err != nil {
-		return "", err
+		return false, "", err
 	}
-	if last.IsZero() || at.Sub(last) > StandardWindow {
-		return ReasonOutsideWindow + ": the contact last wrote on " + channel + " more than 24 hours ago", nil
+	switch age := at.Sub(last); {
+	case last.IsZero():
+		return false, ReasonOutsideWindow + ": the contact has never written on " + channel, nil
+	case age <= StandardWindow:
+		return false, "", nil
+	case age <= HumanAgentWindow && byTeamMember:
+		return true, "", nil
+	case age <= HumanAgentWindow:
+		return false, ReasonOutsideWindow + ": the contact last wrote on " + channel + " more than 24 hours ago; only a team member's reply may go out, for 7 days", nil
 	}
-	return "", nil
+	return false, ReasonOutsideWindow + ": the contact last wrote on " + channel + " more than 7 days ago", nil
 }
