@@ -25,6 +25,18 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 		}
 	}
 	for _, d := range due.Deliveries {
+		if d.ReplyToID != nil && d.Attempts == 0 {
+			// A bot reply not yet attempted belongs to the bot's task while that task lives: the task
+			// delivers it inline and may be waiting to record the receiver's answer (our database
+			// down). A delivery task of the sweep's would send it a second time meanwhile.
+			busy, err := h.Queue.BotReplyInProgress(*d.ReplyToID)
+			if err != nil {
+				return err
+			}
+			if busy {
+				continue
+			}
+		}
 		if err := h.Queue.Deliver(ctx, d.MessageID, d.Round); err != nil {
 			return err
 		}

@@ -53,7 +53,8 @@ type WebhookTestPayload struct {
 // Queue enqueues the service's tasks. Task ids are deterministic where a duplicate would be harmful,
 // and enqueueing a task whose id is already taken is not an error: the work is already owed.
 type Queue struct {
-	client *asynq.Client
+	client    *asynq.Client
+	inspector *asynq.Inspector // on the same connection
 	// rdb is the client's Redis connection pool, which the Queue owns: asynq's Client made from a
 	// redis client (NewClientFromRedisClient) does not close it.
 	rdb redis.UniversalClient
@@ -68,7 +69,26 @@ func NewQueue(opt asynq.RedisConnOpt, cfg *config.Config) *Queue {
 		panic(fmt.Sprintf("jobs: unsupported RedisConnOpt type %T", opt)) // as asynq.NewClient
 	}
 	rdb.AddHook(&piggybackHook{rdb: rdb})
-	return &Queue{client: asynq.NewClientFromRedisClient(rdb), rdb: rdb, cfg: cfg}
+	return &Queue{client: asynq.NewClientFromRedisClient(rdb), inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, cfg: cfg}
+}
+
+// BotReplyInProgress reports whether the bot reply task of an incoming message is still in asynq to be
+// run or rerun (pending, scheduled, active or retrying): such a task owns the delivery of the reply it
+// stored (it delivers it inline, or again on its rerun). A completed or archived task, or one Redis
+// lost, owns nothing.
+func (q *Queue) BotReplyInProgress(messageID string) (bool, error) {
+	info, err := q.inspector.GetTaskInfo(QueueDefault, botReplyTaskID(messageID))
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	switch info.State {
+	case asynq.TaskStatePending, asynq.TaskStateScheduled, asynq.TaskStateActive, asynq.TaskStateRetry:
+		return true, nil
+	}
+	return false, nil
 }
 
 // Close releases the Redis connection. (asynq's Client.Close would refuse: the connection is ours.)

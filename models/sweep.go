@@ -10,6 +10,9 @@ import (
 type DueDelivery struct {
 	MessageID string `bun:"id"`
 	Round     int    `bun:"delivery_round"`
+	// ReplyToID is, for a bot reply, the incoming message it answers; Attempts the attempts so far.
+	ReplyToID *string `bun:"reply_to_id"`
+	Attempts  int     `bun:"attempts"`
 }
 
 // DueWorkList is what the sweep re-enqueues.
@@ -38,7 +41,7 @@ func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueW
 	if err != nil {
 		return nil, fmt.Errorf("due bot replies: %w", err)
 	}
-	err = s.db.NewSelect().Model((*Message)(nil)).Column("id", "delivery_round").
+	err = s.db.NewSelect().Model((*Message)(nil)).Column("id", "delivery_round", "reply_to_id", "attempts").
 		Where("direction = ? AND status IN (?, ?)", DirectionOutgoing, StatusPending, StatusFailed).
 		Where("(status = ? AND created_at < ?) OR (status = ? AND next_attempt_at < ?)", StatusPending, cutoff, StatusFailed, cutoff).
 		Order("created_at").Limit(int64(limit)).Scan(ctx, &due.Deliveries)
