@@ -124,3 +124,19 @@ func pageBody[T any](items []T, next string) fiber.Map {
 	}
 	return fiber.Map{"data": items, "nextCursor": cursor}
 }
+
+// boolQuery reads an optional true/false query parameter: nil when absent. Errors: VALIDATION_ERROR for
+// any other value.
+func boolQuery(c *fiber.Ctx, name string) (*bool, error) {
+	switch c.Query(name) {
+	case "":
+		return nil, nil
+	case "true":
+		v := true
+		return &v, nil
+	case "false":
+		v := false
+		return &v, nil
+	}
+	return nil, models.Errorf(models.CodeValidation, "%s must be true or false", name)
+}

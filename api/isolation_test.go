@@ -124,6 +124,7 @@ func seedTenant(t *testing.T, srv *server, hook *sink, name string) *tenant {
 	tn.ids["campaigns"] = []string{campaign}
 	tn.ids["messages"] = []string{reply, received, handoff}
 	tn.ids["subaccounts"] = []string{tn.sub.id}
+	tn.ids["alerts"] = []string{tn.alertID}
 	return tn
 }
 
@@ -262,7 +263,7 @@ func victimState(t *testing.T, srv *server, victim *tenant, ops []pathOperation)
 			state.API[op.method+" "+op.path+" "+id] = string(r.Body)
 		}
 	}
-	for _, path := range []string{"/v1/lists", "/v1/campaigns", "/v1/alerts", "/v1/subaccounts", "/v1/settings/webhook"} {
+	for _, path := range []string{"/v1/lists", "/v1/campaigns", "/v1/alerts", "/v1/alerts?all=true", "/v1/conversations", "/v1/subaccounts", "/v1/settings/webhook"} {
 		r := do(t, "GET", srv.URL+path, victim.key, nil)
 		expect(t, r, http.StatusOK, "")
 		state.API["GET "+path] = string(r.Body)
@@ -379,6 +380,9 @@ func TestEveryRouteIsolatesAccounts(t *testing.T) {
 			{"/v1/lists", "", 0, ""},
 			{"/v1/campaigns", "", 0, ""},
 			{"/v1/alerts", "", 0, ""},
+			{"/v1/alerts", "all=true", 0, ""},
+			{"/v1/conversations", "", 0, ""},
+			{"/v1/conversations", "q=" + url.QueryEscape(victim.contactPhone), 0, ""},
 			{"/v1/contacts", "email=" + url.QueryEscape(victim.contactEmail), http.StatusNotFound, models.CodeNotFound},
 			{"/v1/contacts", "phoneNumber=" + url.QueryEscape(victim.contactPhone), http.StatusNotFound, models.CodeNotFound},
 			{"/v1/subaccounts", "", 0, ""},

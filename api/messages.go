@@ -84,13 +84,18 @@ func (s *Server) setContactBot(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"contactId": contact.ID, "active": !contact.BotPaused})
 }
 
-// listAlerts: GET /v1/alerts -> {"data":[{id, contactId, messageId, reason, createdAt}], "nextCursor"}, newest first.
+// listAlerts: GET /v1/alerts[?all=true] -> {"data":[{id, contactId, messageId, reason, createdAt,
+// resolvedAt}], "nextCursor"}, newest first: the open alerts, or all of them with all=true.
 func (s *Server) listAlerts(c *fiber.Ctx) error {
 	page, err := pageOf(c)
 	if err != nil {
 		return err
 	}
-	alerts, next, err := s.store.Alerts(c.UserContext(), accountOf(c).ID, page)
+	all, err := boolQuery(c, "all")
+	if err != nil {
+		return err
+	}
+	alerts, next, err := s.store.Alerts(c.UserContext(), accountOf(c).ID, models.AlertFilter{All: all != nil && *all}, page)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ type Server struct {
 
 	asynqRedis asynq.RedisConnOpt
 	monitor    *asynqmon.HTTPHandler
+	hub        *hub
 	app        *fiber.App
 }
 
@@ -54,6 +55,7 @@ func New(d Deps) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.hub = newHub(s.redis, s.log)
 	s.app = fiber.New(fiber.Config{
 		AppName:               "funnelchat",
 		BodyLimit:             d.Config.MaxBodyBytes,
@@ -89,6 +91,9 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting connections and waits for in-flight requests until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
+	// Open event streams would hold the graceful stop until ctx ends; their clients reconnect to
+	// another process.
+	s.hub.close()
 	err := s.app.ShutdownWithContext(ctx)
 	if s.monitor != nil {
 		_ = s.monitor.Close()
@@ -103,6 +108,7 @@ func (s *Server) routes() {
 	s.app.Get("/readyz", s.readyz)
 	s.app.Get("/metrics", s.metricsHandler())
 	s.mountMonitoring()
+	s.inboxRoutes()
 
 	v1 := s.app.Group("/v1", s.requireHTTPS)
 	v1.Get("/openapi.json", s.openAPI)
@@ -145,6 +151,10 @@ func (s *Server) routes() {
 	authed(fiber.MethodGet, "/messages/:id/attempts", s.messageAttempts)
 	authed(fiber.MethodPost, "/messages/:id/redeliver", s.redeliverMessage)
 	authed(fiber.MethodGet, "/alerts", s.listAlerts)
+	authed(fiber.MethodPost, "/alerts/:id/resolve", s.resolveAlert)
+	authed(fiber.MethodGet, "/conversations", s.listConversations)
+	authed(fiber.MethodPost, "/contacts/:id/read", s.markRead)
+	authed(fiber.MethodGet, "/events", s.events)
 
 	authed(fiber.MethodGet, "/settings/webhook", s.getWebhook)
 	authed(fiber.MethodPut, "/settings/webhook", s.putWebhook)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -75,20 +76,28 @@ func (s *Server) webhookURLFromBody(c *fiber.Ctx, emptyAllowed bool) (string, er
 // testWebhook: POST /v1/settings/webhook/test -> {"delivered","statusCode","error"}. The worker sends
 // the signed test event (the api never calls a customer URL) and this request waits for its outcome.
 func (s *Server) testWebhook(c *fiber.Ctx) error {
-	ctx := c.UserContext()
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	key := "webhooktest:" + hex.EncodeToString(b)
-	if err := s.queue.WebhookTest(ctx, accountOf(c).ID, key); err != nil {
-		return err
-	}
-	res, err := s.redis.BLPop(ctx, s.cfg.WebhookTimeout+3*time.Second, key).Result()
+	result, err := s.webhookTest(c.UserContext(), accountOf(c).ID)
 	if err != nil {
-		return models.Errorf(models.CodeUnavailable, "no worker answered in time; is a worker running?")
-	}
-	var result jobs.WebhookTestResult
-	if err := json.Unmarshal([]byte(res[1]), &result); err != nil {
 		return err
 	}
 	return c.JSON(result)
+}
+
+// webhookTest has the worker send the account a signed test event and waits for the outcome.
+func (s *Server) webhookTest(ctx context.Context, accountID string) (*jobs.WebhookTestResult, error) {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	key := "webhooktest:" + hex.EncodeToString(b)
+	if err := s.queue.WebhookTest(ctx, accountID, key); err != nil {
+		return nil, err
+	}
+	res, err := s.redis.BLPop(ctx, s.cfg.WebhookTimeout+3*time.Second, key).Result()
+	if err != nil {
+		return nil, models.Errorf(models.CodeUnavailable, "no worker answered in time; is a worker running?")
+	}
+	var result jobs.WebhookTestResult
+	if err := json.Unmarshal([]byte(res[1]), &result); err != nil {
+		return nil, err
+	}
+	return &result, nil
 }

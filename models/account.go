@@ -65,10 +65,14 @@ func (a *Account) Credits() float64 { return float64(a.CreditMilli) / creditScal
 type User struct {
 	bun.BaseModel `bun:"table:users"`
 
-	ID        string    `bun:"id,pk"`
-	AccountID string    `bun:"account_id"`
-	Email     string    `bun:"email"`
-	CreatedAt time.Time `bun:"created_at"`
+	ID        string `bun:"id,pk"`
+	AccountID string `bun:"account_id"`
+	Email     string `bun:"email"`
+	// Role is RoleOwner or RoleMember: owners also manage the account's team in the inbox.
+	Role string `bun:"role"`
+	// PasswordHash is the argon2id hash of the inbox password (see password.go); nil: cannot sign in.
+	PasswordHash *string   `bun:"password_hash"`
+	CreatedAt    time.Time `bun:"created_at"`
 }
 
 // APIKey is the stored form of an account's key: only its SHA-256 hash is kept.
@@ -157,7 +161,7 @@ func (s *Store) CreateAccount(ctx context.Context, in NewAccount) (*CreatedAccou
 	if in.RateLimit > 0 {
 		acc.RateLimitPerMinute = &in.RateLimit
 	}
-	user := &User{ID: acc.OwnerUserID, AccountID: acc.ID, Email: email, CreatedAt: created}
+	user := &User{ID: acc.OwnerUserID, AccountID: acc.ID, Email: email, Role: RoleOwner, CreatedAt: created}
 	rawKey, key := newAPIKey(acc.ID)
 
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

@@ -20,6 +20,10 @@ type Alert struct {
 	WebhookStatus string    `bun:"webhook_status" json:"-"`
 	WebhookError  *string   `bun:"webhook_error" json:"-"`
 	CreatedAt     time.Time `bun:"created_at" json:"createdAt"`
+	// ResolvedAt is when a person marked the alert dealt with; nil while it is open.
+	ResolvedAt *time.Time `bun:"resolved_at" json:"resolvedAt"`
+	// ResolvedBy is who resolved it: a user id, or "api".
+	ResolvedBy *string `bun:"resolved_by" json:"-"`
 }
 
 // Alert webhook states.
@@ -47,6 +51,7 @@ func (s *Store) Handoff(ctx context.Context, incoming *Message, reason string) (
 	if err != nil {
 		return nil, fmt.Errorf("handoff: %w", err)
 	}
+	s.emit(ctx, alert.AccountID, EventAlertCreated, alert)
 	return alert, nil
 }
 
@@ -64,6 +69,7 @@ func (s *Store) BotFailed(ctx context.Context, incoming *Message, reason string)
 	if err != nil {
 		return nil, fmt.Errorf("bot failed: %w", err)
 	}
+	s.emit(ctx, alert.AccountID, EventAlertCreated, alert)
 	return alert, nil
 }
 
@@ -109,10 +115,22 @@ func (s *Store) SetAlertWebhookResult(ctx context.Context, id, status, errText s
 	return err
 }
 
+// AlertFilter narrows a listing of alerts.
+type AlertFilter struct {
+	All       bool   // resolved ones too; otherwise open alerts only
+	ContactID string // one contact's; "" for all
+}
+
 // Alerts returns one page of the account's alerts, newest first.
-func (s *Store) Alerts(ctx context.Context, accountID string, page Page) ([]Alert, string, error) {
+func (s *Store) Alerts(ctx context.Context, accountID string, f AlertFilter, page Page) ([]Alert, string, error) {
 	var alerts []Alert
 	q := s.db.NewSelect().Model(&alerts).Where("account_id = ?", accountID).Order("id DESC").Limit(int64(page.Limit) + 1)
+	if !f.All {
+		q = q.Where("resolved_at IS NULL")
+	}
+	if f.ContactID != "" {
+		q = q.Where("contact_id = ?", f.ContactID)
+	}
 	if page.Cursor != "" {
 		q = q.Where("id < ?", page.Cursor)
 	}
@@ -125,4 +143,28 @@ func (s *Store) Alerts(ctx context.Context, accountID string, page Page) ([]Aler
 		next = alerts[len(alerts)-1].ID
 	}
 	return alerts, next, nil
+}
+
+// ResolveAlert marks the account's alert dealt with, by a user id or "api". Resolving a resolved alert
+// again changes nothing and returns it as it is. Errors: NOT_FOUND (another account's alert too).
+func (s *Store) ResolveAlert(ctx context.Context, accountID, alertID, by string) (*Alert, error) {
+	if len(alertID) > maxIDLength {
+		return nil, notFound("alert")
+	}
+	res, err := s.db.NewUpdate().Model((*Alert)(nil)).Set("resolved_at = ?", now()).Set("resolved_by = ?", by).
+		Where("id = ? AND account_id = ? AND resolved_at IS NULL", alertID, accountID).Exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("resolve alert: %w", err)
+	}
+	a := new(Alert)
+	if err := s.db.NewSelect().Model(a).Where("id = ? AND account_id = ?", alertID, accountID).Scan(ctx); err != nil {
+		if isNoRows(err) {
+			return nil, notFound("alert")
+		}
+		return nil, fmt.Errorf("resolve alert: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		s.emit(ctx, accountID, EventAlertResolved, a)
+	}
+	return a, nil
 }

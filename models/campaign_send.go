@@ -225,6 +225,7 @@ func (s *Store) WriteOpening(ctx context.Context, send *CampaignSend, out Outgoi
 	if err != nil || !written {
 		return nil, err
 	}
+	s.emit(ctx, m.AccountID, EventMessageCreated, m)
 	return m, nil
 }
 
@@ -256,6 +257,7 @@ func (s *Store) WriteFollowUp(ctx context.Context, send *CampaignSend, step int,
 	if err != nil || !written {
 		return nil, err
 	}
+	s.emit(ctx, m.AccountID, EventMessageCreated, m)
 	return m, nil
 }
 

@@ -193,7 +193,7 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 			}
 			return first, true, nil
 		}
-		return m, false, s.linkReaction(ctx, m, in.ReactsTo)
+		return m, false, s.created(ctx, m, in.ReactsTo)
 	}
 	err = s.inTxRetrying(ctx, func(ctx context.Context, tx bun.Tx) error {
 		contact, err := contactForExternalID(ctx, tx, accountID, in.FromID, newContact)
@@ -223,7 +223,15 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 	if err != nil {
 		return nil, false, fmt.Errorf("ingest incoming: %w", err)
 	}
-	return m, false, s.linkReaction(ctx, m, in.ReactsTo)
+	return m, false, s.created(ctx, m, in.ReactsTo)
+}
+
+// created finishes a stored incoming message: it links a reaction to its message and tells live
+// listeners.
+func (s *Store) created(ctx context.Context, m *Message, reactsTo string) error {
+	err := s.linkReaction(ctx, m, reactsTo)
+	s.emit(ctx, m.AccountID, EventMessageCreated, m)
+	return err
 }
 
 // linkReaction records which message a stored reaction is on: the account's message whose messageSid

@@ -253,26 +253,40 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 	if !s.IsSQLite() {
 		return s.recordAttemptPG(ctx, a, out)
 	}
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	var updated []Message
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
 			return fmt.Errorf("record attempt: %w", err)
 		}
-		if _, err := update(tx).Exec(ctx); err != nil {
+		if err := update(tx).Returning("*").Scan(ctx, &updated); err != nil && !isNoRows(err) {
 			return fmt.Errorf("record attempt: %w", err)
 		}
 		return nil
 	})
+	if err == nil {
+		s.emitUpdated(ctx, updated)
+	}
+	return err
+}
+
+// emitUpdated tells live listeners about messages whose delivery status changed.
+func (s *Store) emitUpdated(ctx context.Context, msgs []Message) {
+	for i := range msgs {
+		s.emit(ctx, msgs[i].AccountID, EventMessageUpdated, &msgs[i])
+	}
 }
 
 // recordAttemptSQL stores an attempt and the message's status as one prepared statement (see
-// prepared.go): one round trip, one commit, no planning. $9, the sent time, is NULL for a failure;
+// prepared.go): one round trip, one commit, no planning. It returns the updated message, for the live
+// event (none when the message was sent already). $9, the sent time, is NULL for a failure;
 // $10, the provider's message id, is NULL unless a provider accepted the message.
 var recordAttemptSQL = `WITH attempt AS (
 	INSERT INTO message_attempts (id, message_id, at, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)
 )
 UPDATE messages SET attempts = attempts + 1, status = $7, error = $5, next_attempt_at = $8, sent_at = COALESCE($9, sent_at),
 	provider_message_id = COALESCE($10, provider_message_id)
-WHERE id = $2 AND status <> '` + StatusSent + `'`
+WHERE id = $2 AND status <> '` + StatusSent + `'
+RETURNING *`
 
 // recordAttemptPG is RecordAttempt on PostgreSQL.
 func (s *Store) recordAttemptPG(ctx context.Context, a *Attempt, out AttemptOutcome) error {
@@ -290,10 +304,16 @@ func (s *Store) recordAttemptPG(ctx context.Context, a *Attempt, out AttemptOutc
 			next = *out.NextAttemptAt
 		}
 	}
-	_, err = stmt.ExecContext(ctx, a.ID, a.MessageID, a.At, orNil(a.StatusCode), orNil(a.Error), a.DurationMS, status, next, sentAt, providerID)
+	rows, err := stmt.QueryContext(ctx, a.ID, a.MessageID, a.At, orNil(a.StatusCode), orNil(a.Error), a.DurationMS, status, next, sentAt, providerID)
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
+	// The updated row comes back with the statement (RETURNING), so the live event costs no read.
+	var updated []Message
+	if err := s.db.ScanRows(ctx, rows, &updated); err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	s.emitUpdated(ctx, updated)
 	return nil
 }
 
@@ -328,5 +348,9 @@ func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Me
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, Errorf(CodeConflict, "message is %s; only a failed message can be redelivered", m.Status)
 	}
-	return s.Message(ctx, m.ID)
+	m, err = s.Message(ctx, m.ID)
+	if err == nil {
+		s.emit(ctx, accountID, EventMessageUpdated, m)
+	}
+	return m, err
 }

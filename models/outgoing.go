@@ -77,6 +77,7 @@ func (s *Store) SendCustom(ctx context.Context, accountID string, in CustomSendI
 	if err != nil {
 		return nil, nil, fmt.Errorf("send custom: %w", err)
 	}
+	s.emit(ctx, accountID, EventMessageCreated, m)
 	return m, contact, nil
 }
 
@@ -167,6 +168,7 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, chan
 	if err != nil {
 		return nil, fmt.Errorf("human reply: %w", err)
 	}
+	s.emit(ctx, accountID, EventMessageCreated, m)
 	return m, nil
 }
 
@@ -203,6 +205,7 @@ func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignI
 	if !charge && !s.IsSQLite() {
 		return s.createBotReplyPG(ctx, m, incoming.ID)
 	}
+	inserted := false
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {
@@ -211,6 +214,7 @@ func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignI
 		if n, _ := res.RowsAffected(); n == 0 {
 			return tx.NewSelect().Model(m).Where("reply_to_id = ?", incoming.ID).Scan(ctx)
 		}
+		inserted = true
 		if charge {
 			if event, err = chargeBotReply(ctx, tx, payer.ID, incoming.ID, costMilli); err != nil {
 				return err
@@ -220,6 +224,9 @@ func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignI
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("create bot reply: %w", err)
+	}
+	if inserted {
+		s.emit(ctx, m.AccountID, EventMessageCreated, m)
 	}
 	return m, event, nil
 }
@@ -258,6 +265,8 @@ func (s *Store) createBotReplyPG(ctx context.Context, m *Message, incomingID str
 		if err := s.db.NewSelect().Model(m).Where("reply_to_id = ?", incomingID).Scan(ctx); err != nil {
 			return nil, nil, fmt.Errorf("create bot reply: read existing: %w", err)
 		}
+	} else {
+		s.emit(ctx, m.AccountID, EventMessageCreated, m)
 	}
 	return m, nil, nil
 }

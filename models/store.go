@@ -34,6 +34,8 @@ type Store struct {
 	keys *keyCache
 	// stmts are the prepared statements of hot queries (PostgreSQL only; see prepared.go).
 	stmts statements
+	// events carries changes to live listeners (see UseEvents); nil: none.
+	events EventPublisher
 }
 
 // OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker

@@ -24,16 +24,19 @@ const usage = `usage:
   admin account create --email E [--name N] [--agency] [--parent AGENCY_EMAIL] [--credits N] [--rate-limit N]
   admin account set-rate-limit --email E --limit N   (0: back to RATE_LIMIT_PER_MINUTE)
   admin key rotate --email E
-  admin list import --account-email E --list LIST_ID --csv FILE`
+  admin list import --account-email E --list LIST_ID --csv FILE
+  admin user add --account-email E --email M [--role owner|member]   (prints the generated password once)
+  admin user set-password --email M   (the new password on standard input, at least 12 characters)`
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "admin:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, out io.Writer) error {
+// run runs one command; in is what a command that reads standard input (user set-password) reads.
+func run(args []string, in io.Reader, out io.Writer) error {
 	var command func(context.Context, *models.Store, []string, io.Writer) error
 	var rest []string
 	switch {
@@ -49,6 +52,13 @@ func run(args []string, out io.Writer) error {
 		command, rest = keyRotate, args[2:]
 	case len(args) >= 2 && args[0] == "list" && args[1] == "import":
 		return listImport(args[2:], out)
+	case len(args) >= 2 && args[0] == "user" && args[1] == "add":
+		command, rest = userAdd, args[2:]
+	case len(args) >= 2 && args[0] == "user" && args[1] == "set-password":
+		command = func(ctx context.Context, store *models.Store, args []string, out io.Writer) error {
+			return userSetPassword(ctx, store, args, in, out)
+		}
+		rest = args[2:]
 	default:
 		return fmt.Errorf("unknown command %q\n%s", strings.Join(args, " "), usage)
 	}

@@ -16,6 +16,7 @@ import (
 	"funnelchat/cmd/internal/boot"
 	"funnelchat/config"
 	"funnelchat/jobs"
+	"funnelchat/models"
 )
 
 func main() {
@@ -51,6 +52,10 @@ func run(cfg *config.Config, log *slog.Logger) error {
 
 	queue := jobs.NewQueue(rdb.Asynq, cfg)
 	defer queue.Close()
+	// Changes to messages and alerts reach the inbox and GET /v1/events of every api process.
+	events := models.NewRedisEvents(rdb.Client, log)
+	defer events.Close()
+	store.UseEvents(events)
 	if !cfg.Standalone {
 		// In standalone mode the admin CLI cannot reach the in-process Redis to mark a rotated key.
 		store.UseKeyCache(rdb.Client)

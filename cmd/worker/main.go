@@ -14,6 +14,7 @@ import (
 	"funnelchat/cmd/internal/boot"
 	"funnelchat/config"
 	"funnelchat/jobs"
+	"funnelchat/models"
 )
 
 func main() {
@@ -45,6 +46,10 @@ func run(cfg *config.Config, log *slog.Logger) error {
 
 	queue := jobs.NewQueue(rdb.Asynq, cfg)
 	defer queue.Close()
+	// Delivery outcomes, bot replies and alerts reach the inbox of every api process live.
+	events := models.NewRedisEvents(rdb.Client, log)
+	defer events.Close()
+	store.UseEvents(events)
 	worker := jobs.NewWorker(rdb.Asynq, cfg, jobs.NewHandler(store, cfg, log, queue, rdb.Client), log)
 	if err := worker.Start(); err != nil {
 		return err

@@ -81,8 +81,13 @@ func (r *Redis) Close() {
 	}
 }
 
+// DemoEmail is the email of the demo account that standalone mode creates, and of its owner.
+const DemoEmail = "demo@example.com"
+
 // PrepareStandalone migrates the SQLite database and, when it has no account yet, creates a demo
-// account and prints its API key once on a line of its own ("demo API key: <key>").
+// account and prints its API key once on a line of its own ("demo API key: <key>"), followed by a
+// generated inbox password for the account's owner ("demo inbox password: <password>"). A database
+// from before inbox passwords, whose demo owner has none, gets one, printed the same way once.
 func PrepareStandalone(ctx context.Context, store *models.Store, out io.Writer, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -93,14 +98,34 @@ func PrepareStandalone(ctx context.Context, store *models.Store, out io.Writer, 
 	if err != nil {
 		return fmt.Errorf("count accounts: %w", err)
 	}
-	if n > 0 {
-		log.Info("standalone mode: using the existing database; the demo API key was printed on first start (rotate it with: go run ./cmd/admin key rotate --email demo@example.com)")
-		return nil
+	if n == 0 {
+		created, err := store.CreateAccount(ctx, models.NewAccount{Email: DemoEmail, Name: "Demo"})
+		if err != nil {
+			return fmt.Errorf("create demo account: %w", err)
+		}
+		// The key goes out at once: should the password fail, the next start sets one (below) and the
+		// key is not lost.
+		fmt.Fprintf(out, "demo API key: %s\n", created.APIKey)
+		return setDemoPassword(ctx, store, created.User.ID, out)
 	}
-	created, err := store.CreateAccount(ctx, models.NewAccount{Email: "demo@example.com", Name: "Demo"})
-	if err != nil {
-		return fmt.Errorf("create demo account: %w", err)
+	owner, err := store.UserByEmail(ctx, DemoEmail)
+	if err != nil && models.ErrorCode(err) != models.CodeNotFound {
+		return fmt.Errorf("demo owner: %w", err)
 	}
-	fmt.Fprintf(out, "demo API key: %s\n", created.APIKey)
+	if owner != nil && owner.PasswordHash == nil {
+		log.Info("standalone mode: the demo owner had no inbox password; printing a new one once (reset it with: go run ./cmd/admin user set-password --email " + DemoEmail + ")")
+		return setDemoPassword(ctx, store, owner.ID, out)
+	}
+	log.Info("standalone mode: using the existing database; the demo API key and inbox password were printed on first start (rotate the key with: go run ./cmd/admin key rotate --email " + DemoEmail + "; reset the password with: go run ./cmd/admin user set-password --email " + DemoEmail + ")")
+	return nil
+}
+
+// setDemoPassword gives the demo owner a generated password and prints it ("demo inbox password: ...").
+func setDemoPassword(ctx context.Context, store *models.Store, userID string, out io.Writer) error {
+	password := models.GeneratePassword()
+	if err := store.SetPassword(ctx, userID, password); err != nil {
+		return fmt.Errorf("set the demo inbox password: %w", err)
+	}
+	fmt.Fprintf(out, "demo inbox password: %s\n", password)
 	return nil
 }

@@ -1,0 +1,215 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"html/template"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"funnelchat/models"
+)
+
+// The inbox is the account team's web app, served by the api under /inbox/ (README, "The inbox"). Pages
+// are rendered on the server with html/template, whose contextual escaping makes every message body,
+// name and error plain text. The only script is static/app.js (live updates); every asset is embedded
+// and served under a name carrying its content hash, so browsers cache it for good and a new build
+// can never be served a stale copy.
+
+//go:embed inbox/templates/*.html
+var inboxTemplateFiles embed.FS
+
+//go:embed inbox/static/*
+var inboxStaticFiles embed.FS
+
+// inboxAsset is an embedded file served at /inbox/static/<hashed name>.
+type inboxAsset struct {
+	body        []byte
+	contentType string
+}
+
+var (
+	// inboxAssetPaths maps a file's name ("app.css") to its hashed path.
+	inboxAssetPaths = map[string]string{}
+	// inboxAssets maps a hashed name ("app.3f2a9c1b.css") to the file.
+	inboxAssets = map[string]inboxAsset{}
+	// inboxPages are the parsed pages, each with the layout, by name ("conversations").
+	inboxPages = map[string]*template.Template{}
+)
+
+var inboxContentTypes = map[string]string{
+	".css": "text/css; charset=utf-8",
+	".js":  "text/javascript; charset=utf-8",
+	".svg": "image/svg+xml",
+	".png": "image/png",
+}
+
+func init() {
+	entries, err := fs.ReadDir(inboxStaticFiles, "inbox/static")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		body, err := inboxStaticFiles.ReadFile("inbox/static/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		sum := sha256.Sum256(body)
+		ext := path.Ext(e.Name())
+		hashed := strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:4]) + ext
+		inboxAssets[hashed] = inboxAsset{body: body, contentType: inboxContentTypes[ext]}
+		inboxAssetPaths[e.Name()] = "/inbox/static/" + hashed
+	}
+	pages, err := fs.Glob(inboxTemplateFiles, "inbox/templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range pages {
+		name := strings.TrimSuffix(path.Base(p), ".html")
+		if name == "layout" {
+			continue
+		}
+		inboxPages[name] = template.Must(template.New("layout.html").Funcs(inboxFuncs).
+			ParseFS(inboxTemplateFiles, "inbox/templates/layout.html", p))
+	}
+}
+
+// inboxSecurityHeaders go on every inbox response. The policy allows no inline script or style and no
+// other origin: a message body that slipped past escaping still could not run or load anything.
+func inboxSecurityHeaders(c *fiber.Ctx) error {
+	c.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Set("X-Frame-Options", "DENY")
+	c.Set("Referrer-Policy", "same-origin")
+	return c.Next()
+}
+
+// inboxStatic serves an embedded asset by its hashed name.
+func inboxStatic(c *fiber.Ctx) error {
+	a, ok := inboxAssets[c.Params("name")]
+	if !ok {
+		return c.Status(fiber.StatusNotFound).SendString("not found")
+	}
+	c.Set(fiber.HeaderContentType, a.contentType)
+	c.Set(fiber.HeaderCacheControl, "public, max-age=31536000, immutable")
+	return c.Send(a.body)
+}
+
+// inboxView is what every page template gets.
+type inboxView struct {
+	Title   string
+	Nav     string // the navigation entry to highlight
+	User    *models.User
+	CSRF    string
+	Flash   string
+	FlashOK bool
+	Data    any
+}
+
+// render writes a page (or, for the live script's refresh, only its live region) with status.
+func (s *Server) render(c *fiber.Ctx, status int, page string, v inboxView) error {
+	t, ok := inboxPages[page]
+	if !ok {
+		return errors.New("inbox: no page " + page)
+	}
+	var buf bytes.Buffer
+	name := "layout"
+	if c.Get("X-Inbox-Live") == "1" && t.Lookup("live") != nil {
+		name = "live"
+	}
+	if err := t.ExecuteTemplate(&buf, name, v); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(status).Send(buf.Bytes())
+}
+
+// inboxFuncs are the helpers the templates use.
+var inboxFuncs = template.FuncMap{
+	"asset": func(name string) string { return inboxAssetPaths[name] },
+	"contactName": func(c *models.Contact, senderID string) string {
+		if c == nil {
+			return "unknown contact"
+		}
+		if n := strings.TrimSpace(c.FirstName + " " + c.LastName); n != "" {
+			return n
+		}
+		if c.Phone != nil && *c.Phone != "" {
+			return *c.Phone
+		}
+		if c.Email != nil && *c.Email != "" {
+			return *c.Email
+		}
+		if senderID != "" {
+			return senderID
+		}
+		return c.ID
+	},
+	"initial": func(name string) string {
+		for _, r := range name {
+			if r == '+' || r == '@' {
+				continue
+			}
+			return strings.ToUpper(string(r))
+		}
+		return "?"
+	},
+	"preview": func(m *models.Message) string {
+		if m == nil {
+			return ""
+		}
+		text := strings.Join(strings.Fields(m.Body), " ")
+		if text == "" && m.MediaURL != nil {
+			text = "[attachment]"
+		}
+		if m.Direction == models.DirectionOutgoing {
+			text = "You: " + text
+		}
+		if r := []rune(text); len(r) > 90 {
+			text = string(r[:89]) + "…"
+		}
+		return text
+	},
+	"when": func(t time.Time) string {
+		t = t.UTC()
+		now := time.Now().UTC()
+		switch {
+		case now.Sub(t) < 24*time.Hour && now.Day() == t.Day():
+			return t.Format("15:04")
+		case now.Year() == t.Year():
+			return t.Format("Jan 2")
+		}
+		return t.Format("Jan 2, 2006")
+	},
+	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"deref": func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	},
+	"isImage": func(m models.Message) bool {
+		return m.MediaContentType != nil && embeddedImage(m) && previewable[*m.MediaContentType]
+	},
+	"isEmbedded": embeddedImage,
+}
+
+// previewable are the image types the inbox shows inline (never SVG, which can carry script).
+var previewable = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// embeddedImage reports whether the message's media is a data URI stored with it, which the inbox
+// serves itself (/inbox/media/{id}); a linked file on another site is shown as a link, since the
+// pages load nothing from other origins.
+func embeddedImage(m models.Message) bool {
+	return m.MediaURL != nil && strings.HasPrefix(strings.ToLower(*m.MediaURL), "data:")
+}

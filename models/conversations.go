@@ -1,0 +1,258 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// ReaderAPI is the reader whose reads POST /v1/contacts/{id}/read records and GET /v1/conversations
+// reports: the account's integration, apart from each inbox user's own.
+const ReaderAPI = "api"
+
+// conversationRead is how far one reader has read one conversation.
+type conversationRead struct {
+	bun.BaseModel `bun:"table:conversation_reads"`
+
+	AccountID  string    `bun:"account_id,pk"`
+	ReaderID   string    `bun:"reader_id,pk"`
+	ContactID  string    `bun:"contact_id,pk"`
+	LastReadID string    `bun:"last_read_id"`
+	ReadAt     time.Time `bun:"read_at"`
+}
+
+// Conversation is one line of the conversation list: a contact, its latest message, and markers.
+type Conversation struct {
+	Contact     *Contact `json:"contact"`
+	LastMessage *Message `json:"lastMessage"`
+	// Unread: an incoming message the reader has not seen.
+	Unread bool `json:"unread"`
+	// NeedsHuman: an open alert, or the bot paused for the contact.
+	NeedsHuman bool `json:"needsHuman"`
+	// Failed: an outgoing message whose delivery failed (retrying or given up).
+	Failed bool `json:"failed"`
+	// SenderID is the contact's first sender id on a channel ("" for contacts made through the API),
+	// which the inbox shows for a contact with no name, phone or email.
+	SenderID string `json:"-"`
+}
+
+// ConversationFilter narrows the conversation list; the booleans select conversations with the marker
+// when true and without it when false, and leave the marker out of the filter when nil.
+type ConversationFilter struct {
+	Unread     *bool
+	NeedsHuman *bool
+	Failed     *bool
+	// Query matches a contact's name, phone or email (case-insensitive, part of the text).
+	Query string
+}
+
+// maxQueryLength bounds a search.
+const maxQueryLength = 200
+
+// Conversations lists the account's conversations (contacts with at least one message), newest activity
+// first, with each marker as the reader sees it. The cursor is the last message id of the previous
+// page's last conversation. Errors: VALIDATION_ERROR for a search that is too long.
+func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f ConversationFilter, page Page) ([]Conversation, string, error) {
+	if len(f.Query) > maxQueryLength {
+		return nil, "", Errorf(CodeValidation, "q must be at most %d characters", maxQueryLength)
+	}
+	// The list walks the account's messages newest first (messages_account_idx) and keeps those that
+	// are their contact's latest (messages_contact_idx answers that per row).
+	unread := `EXISTS (SELECT 1 FROM messages AS u WHERE u.contact_id = m.contact_id AND u.direction = 'incoming'
+		AND u.id > COALESCE((SELECT r.last_read_id FROM conversation_reads AS r
+			WHERE r.account_id = m.account_id AND r.reader_id = ? AND r.contact_id = m.contact_id), ''))`
+	needsHuman := `(EXISTS (SELECT 1 FROM alerts AS a WHERE a.contact_id = m.contact_id AND a.resolved_at IS NULL)
+		OR EXISTS (SELECT 1 FROM contacts AS bc WHERE bc.id = m.contact_id AND bc.bot_paused))`
+	failed := `EXISTS (SELECT 1 FROM messages AS f WHERE f.contact_id = m.contact_id AND f.direction = 'outgoing' AND f.status = 'failed')`
+
+	q := s.db.NewSelect().TableExpr("messages AS m").ColumnExpr("m.id").
+		Where("m.account_id = ?", accountID).
+		Where("m.id = (SELECT MAX(l.id) FROM messages AS l WHERE l.contact_id = m.contact_id)").
+		OrderExpr("m.id DESC").Limit(int64(page.Limit) + 1)
+	if page.Cursor != "" {
+		q = q.Where("m.id < ?", page.Cursor)
+	}
+	marker := func(expr string, want *bool, args ...any) {
+		if want == nil {
+			return
+		}
+		if *want {
+			q = q.Where(expr, args...)
+		} else {
+			q = q.Where("NOT "+expr, args...)
+		}
+	}
+	marker(unread, f.Unread, readerID)
+	marker(needsHuman, f.NeedsHuman)
+	marker(failed, f.Failed)
+	if term := strings.ToLower(strings.TrimSpace(f.Query)); term != "" {
+		like := "%" + likeEscaper.Replace(term) + "%"
+		match := `m.contact_id IN (SELECT c.id FROM contacts AS c WHERE c.account_id = ? AND (
+			LOWER(c.first_name || ' ' || c.last_name) LIKE ? ESCAPE '\' OR LOWER(c.email) LIKE ? ESCAPE '\' OR c.phone LIKE ? ESCAPE '\'`
+		args := []any{accountID, like, like, like}
+		if digits := onlyDigits(term); len(digits) >= 3 {
+			// "(415) 555" finds +14155550123: phones are stored in E.164.
+			match += ` OR c.phone LIKE ?`
+			args = append(args, "%"+digits+"%")
+		}
+		q = q.Where(match+"))", args...)
+	}
+	var ids []string
+	if err := q.Scan(ctx, &ids); err != nil {
+		return nil, "", fmt.Errorf("conversations: %w", err)
+	}
+	next := ""
+	if len(ids) > page.Limit {
+		ids = ids[:page.Limit]
+		next = ids[len(ids)-1]
+	}
+	if len(ids) == 0 {
+		return []Conversation{}, "", nil
+	}
+
+	// The page's rows with their contacts and markers, in one more query.
+	type row struct {
+		Message    `bun:",extend"`
+		Unread     bool `bun:"unread"`
+		NeedsHuman bool `bun:"needs_human"`
+		Failed     bool   `bun:"failed"`
+		SenderID   string `bun:"sender_id"`
+	}
+	var rows []row
+	err := s.db.NewSelect().Model(&rows).ModelTableExpr("messages AS m").ColumnExpr("m.*").
+		ColumnExpr(unread+" AS unread", readerID).
+		ColumnExpr(needsHuman+" AS needs_human").
+		ColumnExpr(failed+" AS failed").
+		ColumnExpr("COALESCE((SELECT MIN(ci.external_id) FROM contact_identities AS ci WHERE ci.account_id = m.account_id AND ci.contact_id = m.contact_id), '') AS sender_id").
+		Where("m.id IN (?)", bun.In(ids)).OrderExpr("m.id DESC").Scan(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("conversations: %w", err)
+	}
+	contactIDs := make([]string, len(rows))
+	for i := range rows {
+		contactIDs[i] = rows[i].ContactID
+	}
+	var contacts []Contact
+	if err := s.db.NewSelect().Model(&contacts).Where("id IN (?)", bun.In(contactIDs)).Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("conversations: %w", err)
+	}
+	byID := make(map[string]*Contact, len(contacts))
+	for i := range contacts {
+		byID[contacts[i].ID] = &contacts[i]
+	}
+	out := make([]Conversation, len(rows))
+	for i := range rows {
+		m := rows[i].Message
+		out[i] = Conversation{Contact: byID[m.ContactID], LastMessage: &m, Unread: rows[i].Unread, NeedsHuman: rows[i].NeedsHuman, Failed: rows[i].Failed, SenderID: rows[i].SenderID}
+	}
+	return out, next, nil
+}
+
+// likeEscaper escapes LIKE's wildcards (and its escape character) in a search term.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+func onlyDigits(v string) string {
+	var b strings.Builder
+	for _, r := range v {
+		if r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// MarkRead records that the reader has read the account's conversation with the contact up to its
+// newest message. Errors: NOT_FOUND (another account's contact too).
+func (s *Store) MarkRead(ctx context.Context, accountID, readerID, contactID string) error {
+	if _, err := s.ContactByID(ctx, accountID, contactID); err != nil {
+		return err
+	}
+	var last sql.NullString
+	if err := s.db.NewSelect().Model((*Message)(nil)).ColumnExpr("MAX(id)").Where("contact_id = ?", contactID).Scan(ctx, &last); err != nil {
+		return fmt.Errorf("mark read: %w", err)
+	}
+	if !last.Valid {
+		return nil // nothing to read yet
+	}
+	r := &conversationRead{AccountID: accountID, ReaderID: readerID, ContactID: contactID, LastReadID: last.String, ReadAt: now()}
+	// Two tabs marking at once keep the newer mark.
+	_, err := s.db.NewInsert().Model(r).
+		On("CONFLICT (account_id, reader_id, contact_id) DO UPDATE").
+		Set("last_read_id = EXCLUDED.last_read_id, read_at = EXCLUDED.read_at").
+		Where("conversation_read.last_read_id < EXCLUDED.last_read_id").
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("mark read: %w", err)
+	}
+	return nil
+}
+
+// ConversationView is what the inbox shows of one conversation.
+type ConversationView struct {
+	Contact  *Contact
+	SenderID string
+	// Messages are the latest messages, oldest first; reactions linked to one of them are in
+	// Reactions instead, by the id of the message they are on.
+	Messages  []Message
+	Reactions map[string][]Message
+	// Older is the cursor of the messages before these ("" when there are none).
+	Older string
+	// Alerts are the contact's open alerts, newest first.
+	Alerts []Alert
+	// Channel is the channel of the latest message, on which a reply goes.
+	Channel string
+}
+
+// ConversationFor returns the account's conversation with the contact: up to n messages before the
+// cursor (the newest when it is empty), oldest first, with the open alerts. Errors: NOT_FOUND (another
+// account's contact too).
+func (s *Store) ConversationFor(ctx context.Context, accountID, contactID, before string, n int) (*ConversationView, error) {
+	contact, err := s.ContactByID(ctx, accountID, contactID)
+	if err != nil {
+		return nil, err
+	}
+	v := &ConversationView{Contact: contact, Reactions: map[string][]Message{}}
+	var msgs []Message
+	q := s.db.NewSelect().Model(&msgs).Where("contact_id = ?", contact.ID).Order("id DESC").Limit(int64(n) + 1)
+	if before != "" {
+		q = q.Where("id < ?", before)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("conversation: %w", err)
+	}
+	if len(msgs) > n {
+		msgs = msgs[:n]
+		v.Older = msgs[n-1].ID
+	}
+	shown := make(map[string]bool, len(msgs))
+	for i := range msgs {
+		shown[msgs[i].ID] = true
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.MessageType == MessageTypeReaction && m.ReactsToID != nil && shown[*m.ReactsToID] {
+			v.Reactions[*m.ReactsToID] = append(v.Reactions[*m.ReactsToID], m)
+			continue
+		}
+		v.Messages = append(v.Messages, m)
+	}
+	if len(msgs) > 0 {
+		v.Channel = msgs[0].Channel
+	}
+	if v.Alerts, _, err = s.Alerts(ctx, accountID, AlertFilter{ContactID: contact.ID}, Page{Limit: MaxPageLimit}); err != nil {
+		return nil, err
+	}
+	var ids []string
+	if err := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").
+		Where("account_id = ? AND contact_id = ?", accountID, contact.ID).Order("external_id").Limit(1).Scan(ctx, &ids); err != nil {
+		return nil, fmt.Errorf("conversation: %w", err)
+	}
+	if len(ids) > 0 {
+		v.SenderID = ids[0]
+	}
+	return v, nil
+}
