@@ -54,6 +54,12 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 			return err
 		}
 	}
+	// Expired inbox sessions are refused already; this only keeps the table small.
+	if n, err := h.Store.DeleteExpiredSessions(ctx); err != nil {
+		h.Log.WarnContext(ctx, "sweep: expired sessions not deleted", "error", err.Error())
+	} else if n > 0 {
+		h.Log.InfoContext(ctx, "sweep: expired inbox sessions deleted", "sessions", n)
+	}
 	if n := len(due.BotReplies) + len(due.Deliveries) + len(due.Alerts) + len(due.Openings) + len(due.FollowUps); n > 0 {
 		h.Log.InfoContext(ctx, "sweep: owed work found; enqueued where no task held it", "bot_replies", len(due.BotReplies), "deliveries", len(due.Deliveries), "alerts", len(due.Alerts))
 	}
