@@ -90,6 +90,11 @@ func (h *hub) unlisten(accountID string, ch chan models.Event) {
 	delete(acc.listeners, ch)
 	if len(acc.listeners) == 0 {
 		delete(h.accounts, accountID)
+		select {
+		case <-h.closed:
+			return // the subscription is closed already
+		default:
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := h.ps.Unsubscribe(ctx, models.EventChannel(accountID)); err != nil {
@@ -168,6 +173,10 @@ func (s *Server) streamEvents(c *fiber.Ctx, accountID string) error {
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("X-Accel-Buffering", "no") // nginx and the like: do not buffer the stream
+	if c.Method() == fiber.MethodHead {
+		stop() // HEAD: the headers only (fasthttp would still write a chunked stream's final CRLF)
+		return nil
+	}
 	conn := c.Context().Conn()
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer stop()

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -265,6 +266,13 @@ func TestEventsStream(t *testing.T) {
 		expect(t, r, http.StatusOK, "")
 		if r.Header.Get("Content-Type") != "text/event-stream" || len(r.Body) != 0 || time.Since(start) > 5*time.Second {
 			t.Fatalf("HEAD: %v %q after %s", r.Header, r.Body, time.Since(start))
+		}
+		// Nothing after the headers on the wire, where a keep-alive client would read it as the start
+		// of the next response.
+		raw := wireBytes(t, srv, "HEAD", "/v1/events", "x-api-key: "+key)
+		header, rest, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
+		if !ok || !bytes.HasPrefix(header, []byte("HTTP/1.1 200 ")) || len(rest) != 0 {
+			t.Fatalf("HEAD on the wire: %q", raw)
 		}
 	})
 }

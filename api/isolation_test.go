@@ -382,7 +382,7 @@ func TestEveryRouteIsolatesAccounts(t *testing.T) {
 			{"/v1/alerts", "", 0, ""},
 			{"/v1/alerts", "all=true", 0, ""},
 			{"/v1/conversations", "", 0, ""},
-			{"/v1/conversations", "q=" + url.QueryEscape(victim.contactPhone), 0, ""},
+			{"/v1/conversations", "unread=true", 0, ""},
 			{"/v1/contacts", "email=" + url.QueryEscape(victim.contactEmail), http.StatusNotFound, models.CodeNotFound},
 			{"/v1/contacts", "phoneNumber=" + url.QueryEscape(victim.contactPhone), http.StatusNotFound, models.CodeNotFound},
 			{"/v1/subaccounts", "", 0, ""},

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -57,7 +58,7 @@ const maxQueryLength = 200
 // first, with each marker as the reader sees it. The cursor is the last message id of the previous
 // page's last conversation. Errors: VALIDATION_ERROR for a search that is too long.
 func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f ConversationFilter, page Page) ([]Conversation, string, error) {
-	if len(f.Query) > maxQueryLength {
+	if utf8.RuneCountInString(f.Query) > maxQueryLength {
 		return nil, "", Errorf(CodeValidation, "q must be at most %d characters", maxQueryLength)
 	}
 	// The list walks the account's messages newest first (messages_account_idx) and keeps those that
