@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 )
@@ -118,8 +118,8 @@ func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f
 	// The page's rows with their contacts and markers, in one more query.
 	type row struct {
 		Message    `bun:",extend"`
-		Unread     bool `bun:"unread"`
-		NeedsHuman bool `bun:"needs_human"`
+		Unread     bool   `bun:"unread"`
+		NeedsHuman bool   `bun:"needs_human"`
 		Failed     bool   `bun:"failed"`
 		SenderID   string `bun:"sender_id"`
 	}
