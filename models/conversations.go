@@ -61,46 +61,38 @@ func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f
 	if utf8.RuneCountInString(f.Query) > maxQueryLength {
 		return nil, "", Errorf(CodeValidation, "q must be at most %d characters", maxQueryLength)
 	}
-	// The list walks the account's messages newest first (messages_account_idx) and keeps those that
-	// are their contact's latest (messages_contact_idx answers that per row).
-	unread := `EXISTS (SELECT 1 FROM messages AS u WHERE u.contact_id = m.contact_id AND u.direction = 'incoming'
-		AND u.id > COALESCE((SELECT r.last_read_id FROM conversation_reads AS r
-			WHERE r.account_id = m.account_id AND r.reader_id = ? AND r.contact_id = m.contact_id), ''))`
-	needsHuman := `(EXISTS (SELECT 1 FROM alerts AS a WHERE a.contact_id = m.contact_id AND a.resolved_at IS NULL)
-		OR EXISTS (SELECT 1 FROM contacts AS bc WHERE bc.id = m.contact_id AND bc.bot_paused))`
-	failed := `EXISTS (SELECT 1 FROM messages AS f WHERE f.contact_id = m.contact_id AND f.direction = 'outgoing' AND f.status = 'failed')`
-
-	q := s.db.NewSelect().TableExpr("messages AS m").ColumnExpr("m.id").
-		Where("m.account_id = ?", accountID).
-		Where("m.id = (SELECT MAX(l.id) FROM messages AS l WHERE l.contact_id = m.contact_id)").
-		OrderExpr("m.id DESC").Limit(int64(page.Limit) + 1)
+	mk := conversationMarkers(accountID, readerID)
+	var q *bun.SelectQuery
+	if f.NeedsHuman == nil || !*f.NeedsHuman {
+		if f.Failed == nil || !*f.Failed {
+			if strings.TrimSpace(f.Query) == "" {
+				q = s.conversationsByMessages(accountID)
+			}
+		}
+	}
+	// col is the contact id and last the latest message id of a row, as each query names them
+	// (PostgreSQL does not let WHERE use an output column's alias).
+	col, last := "m.contact_id", "m.id"
+	if q == nil {
+		q = s.conversationsByContacts(accountID, f)
+		col, last = "x.cid", "x.last_id"
+	}
+	q = q.OrderExpr(last + " DESC").Limit(int64(page.Limit) + 1)
 	if page.Cursor != "" {
-		q = q.Where("m.id < ?", page.Cursor)
+		q = q.Where(last+" < ?", page.Cursor)
 	}
-	marker := func(expr string, want *bool, args ...any) {
-		if want == nil {
-			return
+	for _, m := range []struct {
+		want *bool
+		expr func(string) (string, []any)
+	}{{f.Unread, mk.unread}, {f.NeedsHuman, mk.needsHuman}, {f.Failed, mk.failed}} {
+		if m.want == nil {
+			continue
 		}
-		if *want {
-			q = q.Where(expr, args...)
-		} else {
-			q = q.Where("NOT "+expr, args...)
+		expr, args := m.expr(col)
+		if !*m.want {
+			expr = "NOT " + expr
 		}
-	}
-	marker(unread, f.Unread, readerID)
-	marker(needsHuman, f.NeedsHuman)
-	marker(failed, f.Failed)
-	if term := strings.ToLower(strings.TrimSpace(f.Query)); term != "" {
-		like := "%" + likeEscaper.Replace(term) + "%"
-		match := `m.contact_id IN (SELECT c.id FROM contacts AS c WHERE c.account_id = ? AND (
-			LOWER(c.first_name || ' ' || c.last_name) LIKE ? ESCAPE '\' OR LOWER(c.email) LIKE ? ESCAPE '\' OR c.phone LIKE ? ESCAPE '\'`
-		args := []any{accountID, like, like, like}
-		if digits := onlyDigits(term); len(digits) >= 3 {
-			// "(415) 555" finds +14155550123: phones are stored in E.164.
-			match += ` OR c.phone LIKE ?`
-			args = append(args, "%"+digits+"%")
-		}
-		q = q.Where(match+"))", args...)
+		q = q.Where(expr, args...)
 	}
 	var ids []string
 	if err := q.Scan(ctx, &ids); err != nil {
@@ -124,10 +116,13 @@ func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f
 		SenderID   string `bun:"sender_id"`
 	}
 	var rows []row
+	unread, unreadArgs := mk.unread("m.contact_id")
+	needsHuman, needsHumanArgs := mk.needsHuman("m.contact_id")
+	failed, failedArgs := mk.failed("m.contact_id")
 	err := s.db.NewSelect().Model(&rows).ModelTableExpr("messages AS m").ColumnExpr("m.*").
-		ColumnExpr(unread+" AS unread", readerID).
-		ColumnExpr(needsHuman+" AS needs_human").
-		ColumnExpr(failed+" AS failed").
+		ColumnExpr(unread+" AS unread", unreadArgs...).
+		ColumnExpr(needsHuman+" AS needs_human", needsHumanArgs...).
+		ColumnExpr(failed+" AS failed", failedArgs...).
 		ColumnExpr("COALESCE((SELECT MIN(ci.external_id) FROM contact_identities AS ci WHERE ci.account_id = m.account_id AND ci.contact_id = m.contact_id), '') AS sender_id").
 		Where("m.id IN (?)", bun.In(ids)).OrderExpr("m.id DESC").Scan(ctx)
 	if err != nil {
@@ -151,6 +146,70 @@ func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f
 		out[i] = Conversation{Contact: byID[m.ContactID], LastMessage: &m, Unread: rows[i].Unread, NeedsHuman: rows[i].NeedsHuman, Failed: rows[i].Failed, SenderID: rows[i].SenderID}
 	}
 	return out, next, nil
+}
+
+// conversationsByMessages selects the latest message id (last_id) of each conversation by walking the
+// account's messages newest first (messages_account_idx) and keeping those that are their contact's
+// latest (messages_contact_idx answers that per row): a page costs about as many rows as it shows, as
+// long as the filters keep most conversations (no filter, or unread).
+func (s *Store) conversationsByMessages(accountID string) *bun.SelectQuery {
+	return s.db.NewSelect().TableExpr("messages AS m").ColumnExpr("m.id AS last_id").
+		Where("m.account_id = ?", accountID).
+		Where("m.id = (SELECT MAX(l.id) FROM messages AS l WHERE l.contact_id = m.contact_id)")
+}
+
+// conversationsByContacts selects the latest message id (last_id) of each conversation among the
+// contacts a selective filter names (needs a human, failed, or a search), found through their own
+// small indexes; walking every message would read the whole history when few conversations match.
+func (s *Store) conversationsByContacts(accountID string, f ConversationFilter) *bun.SelectQuery {
+	c := s.db.NewSelect().TableExpr("contacts AS c").
+		ColumnExpr("c.id AS cid").
+		ColumnExpr("(SELECT MAX(l.id) FROM messages AS l WHERE l.contact_id = c.id) AS last_id").
+		Where("c.account_id = ?", accountID)
+	if f.NeedsHuman != nil && *f.NeedsHuman {
+		c = c.Where(`c.id IN (SELECT a.contact_id FROM alerts AS a WHERE a.account_id = ? AND a.resolved_at IS NULL
+			UNION SELECT p.id FROM contacts AS p WHERE p.account_id = ? AND p.bot_paused)`, accountID, accountID)
+	}
+	if f.Failed != nil && *f.Failed {
+		c = c.Where(`c.id IN (SELECT fm.contact_id FROM messages AS fm
+			WHERE fm.account_id = ? AND fm.direction = 'outgoing' AND fm.status = 'failed')`, accountID)
+	}
+	if term := strings.ToLower(strings.TrimSpace(f.Query)); term != "" {
+		like := "%" + likeEscaper.Replace(term) + "%"
+		match := `LOWER(c.first_name || ' ' || c.last_name) LIKE ? ESCAPE '\' OR LOWER(c.email) LIKE ? ESCAPE '\' OR c.phone LIKE ? ESCAPE '\'`
+		args := []any{like, like, like}
+		if digits := onlyDigits(term); len(digits) >= 3 {
+			// "(415) 555" finds +14155550123: phones are stored in E.164.
+			match += ` OR c.phone LIKE ?`
+			args = append(args, "%"+digits+"%")
+		}
+		c = c.Where("("+match+")", args...)
+	}
+	return s.db.NewSelect().TableExpr("(?) AS x", c).ColumnExpr("x.last_id").Where("x.last_id IS NOT NULL")
+}
+
+// conversationMarkerSet holds the SQL conditions of the list's markers for a contact id column, as
+// the reader sees them.
+type conversationMarkerSet struct {
+	unread, needsHuman, failed func(col string) (string, []any)
+}
+
+func conversationMarkers(accountID, readerID string) conversationMarkerSet {
+	return conversationMarkerSet{
+		unread: func(col string) (string, []any) {
+			return `EXISTS (SELECT 1 FROM messages AS u WHERE u.contact_id = ` + col + ` AND u.direction = 'incoming'
+				AND u.id > COALESCE((SELECT r.last_read_id FROM conversation_reads AS r
+					WHERE r.account_id = ? AND r.reader_id = ? AND r.contact_id = ` + col + `), ''))`, []any{accountID, readerID}
+		},
+		needsHuman: func(col string) (string, []any) {
+			return `(EXISTS (SELECT 1 FROM alerts AS a WHERE a.account_id = ? AND a.contact_id = ` + col + ` AND a.resolved_at IS NULL)
+				OR EXISTS (SELECT 1 FROM contacts AS bc WHERE bc.id = ` + col + ` AND bc.bot_paused))`, []any{accountID}
+		},
+		failed: func(col string) (string, []any) {
+			return `EXISTS (SELECT 1 FROM messages AS f WHERE f.account_id = ? AND f.contact_id = ` + col + `
+				AND f.direction = 'outgoing' AND f.status = 'failed')`, []any{accountID}
+		},
+	}
 }
 
 // likeEscaper escapes LIKE's wildcards (and its escape character) in a search term.

@@ -493,6 +493,13 @@ func TestConversations(t *testing.T) {
 		if err != nil {
 			t.Errorf("a 200-character q: %v", err)
 		}
+		// Characters, not bytes.
+		_, _, err = env.Store.Conversations(ctx, id, in.reader, models.ConversationFilter{Query: strings.Repeat("é", 200)}, models.Page{Limit: 10})
+		if err != nil {
+			t.Errorf("a q of 200 two-byte characters: %v", err)
+		}
+		_, _, err = env.Store.Conversations(ctx, id, in.reader, models.ConversationFilter{Query: strings.Repeat("é", 201)}, models.Page{Limit: 10})
+		wantCode(t, err, models.CodeValidation, "a q of 201 two-byte characters")
 	})
 
 	t.Run("paging walks every conversation once", func(t *testing.T) {
@@ -612,6 +619,24 @@ func TestMarkReadConcurrently(t *testing.T) {
 	}
 	if c := find(t, list(t, acc.Account.ID, reader, models.ConversationFilter{}), m.ContactID); c.Unread {
 		t.Error("unread after the concurrent MarkRead calls")
+	}
+
+	// A mark older than the stored one (a slower tab that read the conversation before a newer message
+	// was marked elsewhere) does not move the mark back: simulate the newer mark with a later id.
+	const later = "msg_zzzzzzzzzzzzzzzzzzzzzzzzzz"
+	q := env.Store.DB().NewUpdate().Table("conversation_reads").Set("last_read_id = ?", later).
+		Where("account_id = ? AND reader_id = ? AND contact_id = ?", acc.Account.ID, reader, m.ContactID)
+	if _, err := q.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	markRead(t, acc.Account.ID, reader, m.ContactID)
+	var stored []string
+	if err := env.Store.DB().NewSelect().Table("conversation_reads").Column("last_read_id").
+		Where("account_id = ? AND reader_id = ? AND contact_id = ?", acc.Account.ID, reader, m.ContactID).Scan(ctx, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 1 || stored[0] != later {
+		t.Errorf("read mark %v after an older MarkRead, want it kept at %s", stored, later)
 	}
 }
 
@@ -744,4 +769,17 @@ func TestAlerts(t *testing.T) {
 			wantCode(t, err, models.CodeNotFound, fmt.Sprintf("ResolveAlert(%q)", bad))
 		}
 	})
+}
+
+// TestConversationsSearchNonASCIINames: case folds over all of Unicode on both backends (SQLite's own
+// LOWER folds A-Z only; the store replaces it).
+func TestConversationsSearchNonASCIINames(t *testing.T) {
+	acc := newAccount(t)
+	m := receive(t, env.Store, acc.Account.ID, "elodie-1", "bonjour", person{First: "Élodie", Last: "Ünal"})
+	for _, q := range []string{"Élodie", "élodie", "ÉLODIE", "ünal", "ÜNAL", "élodie ünal", "lodie"} {
+		got := list(t, acc.Account.ID, models.ReaderAPI, models.ConversationFilter{Query: q})
+		if ids := contactIDs(got); !slices.Equal(ids, []string{m.ContactID}) {
+			t.Errorf("q=%q: %v, want the contact Élodie Ünal %s", q, ids, m.ContactID)
+		}
+	}
 }

@@ -54,7 +54,7 @@ func (r *recorder) accounts() []string {
 }
 
 // eventStore opens a second store on the package's database that publishes to a recorder, so that the
-// package's shared store never has a publisher.
+// store the other tests use (env.Store) never has a publisher.
 func eventStore(t *testing.T) (*models.Store, *recorder) {
 	t.Helper()
 	var s *models.Store
@@ -603,5 +603,75 @@ func TestEventsConcurrentWrites(t *testing.T) {
 	slices.Sort(ids)
 	if !slices.Equal(got, ids) {
 		t.Errorf("events for %v, want one for each of %v", got, ids)
+	}
+}
+
+func TestEventsCampaignMessages(t *testing.T) {
+	ctx := context.Background()
+	s, rec := eventStore(t)
+	acc := newAccount(t)
+	id := acc.Account.ID
+	leads, err := s.CreateList(ctx, id, "leads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	campaign, err := s.CreateCampaign(ctx, id, models.CampaignInput{
+		Name: ptr("spring"), ListID: &leads.ID, OpeningMessage: ptr("Hi there"), Channel: ptr("custom:chat"),
+		Status: ptr(models.CampaignLive), FollowUpsEnabled: ptr(true), FollowUpDelaysHours: &[]float64{1, 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contact, _, err := s.CreateOrGetContact(ctx, id, models.ContactInput{FirstName: "Lead", Phone: "+14155550188"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := s.AddToList(ctx, id, leads.ID, []string{contact.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added.Sends) != 1 {
+		t.Fatalf("AddToList owes %d openings, want 1", len(added.Sends))
+	}
+	noEvents(t, rec, id, "adding to a list")
+	send, err := s.CampaignSend(ctx, added.Sends[0].SendID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := models.OutgoingMessage{Campaign: campaign, Contact: contact, Body: "Hi Lead", ToID: *contact.Phone}
+
+	opening, err := s.WriteOpening(ctx, send, out)
+	if err != nil || opening == nil {
+		t.Fatalf("WriteOpening: %v, %v", opening, err)
+	}
+	data := oneEvent(t, rec, id, models.EventMessageCreated, "WriteOpening")
+	wantFields(t, data, "WriteOpening", map[string]any{
+		"id": opening.ID, "contactId": contact.ID, "author": "campaign", "status": "pending", "campaignId": campaign.ID, "body": "Hi Lead",
+	})
+	if again, err := s.WriteOpening(ctx, send, out); err != nil || again != nil {
+		t.Fatalf("second WriteOpening: %v, %v; want nothing written", again, err)
+	}
+	noEvents(t, rec, id, "a second WriteOpening")
+
+	send, err = s.CampaignSend(ctx, send.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Body = "Still interested?"
+	followUp, err := s.WriteFollowUp(ctx, send, 1, out)
+	if err != nil || followUp == nil {
+		t.Fatalf("WriteFollowUp: %v, %v", followUp, err)
+	}
+	data = oneEvent(t, rec, id, models.EventMessageCreated, "WriteFollowUp")
+	wantFields(t, data, "WriteFollowUp", map[string]any{"id": followUp.ID, "author": "campaign", "body": "Still interested?"})
+	if again, err := s.WriteFollowUp(ctx, send, 1, out); err != nil || again != nil {
+		t.Fatalf("second WriteFollowUp of step 1: %v, %v; want nothing written", again, err)
+	}
+	noEvents(t, rec, id, "a second WriteFollowUp of one step")
+
+	// The campaign's conversation is listed with the follow-up as its latest message.
+	convs := list(t, id, models.ReaderAPI, models.ConversationFilter{})
+	if len(convs) != 1 || convs[0].Contact.ID != contact.ID || convs[0].LastMessage.ID != followUp.ID || convs[0].Unread {
+		t.Errorf("conversations %+v: want the lead's, read, ending with the follow-up", convs)
 	}
 }

@@ -68,7 +68,8 @@ func VerifyPassword(pw, hash string) bool {
 	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
 		return false
 	}
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &mem, &iters, &threads); err != nil || mem == 0 || iters == 0 || threads == 0 || mem > 1<<20 {
+	// Bounds on the parameters keep a corrupt hash from taking a gigabyte or a minute to check.
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &mem, &iters, &threads); err != nil || mem == 0 || iters == 0 || threads == 0 || mem > 1<<20 || iters > 16 || threads > 16 {
 		return false
 	}
 	b64 := base64.RawStdEncoding

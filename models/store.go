@@ -5,6 +5,7 @@ package models
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -19,8 +20,22 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/pgdriver"
 	"github.com/uptrace/bun/migrate"
-	_ "modernc.org/sqlite" // pure-Go SQLite driver, registered as "sqlite"
+	"modernc.org/sqlite" // pure-Go SQLite driver, registered as "sqlite"
 )
+
+// SQLite's built-in LOWER folds only A-Z, so a search for "élodie" would miss "Élodie" there while
+// PostgreSQL finds it; LOWER is replaced on SQLite connections with Go's Unicode lower-casing.
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction("lower", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		switch v := args[0].(type) {
+		case string:
+			return strings.ToLower(v), nil
+		case []byte:
+			return strings.ToLower(string(v)), nil
+		}
+		return args[0], nil
+	})
+}
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS

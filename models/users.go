@@ -102,6 +102,9 @@ func (s *Store) RemoveUser(ctx context.Context, accountID, userID string) error 
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var owner string
 		if err := tx.NewSelect().Model((*Account)(nil)).Column("owner_user_id").Where("id = ?", accountID).Scan(ctx, &owner); err != nil {
+			if isNoRows(err) {
+				return notFound("user")
+			}
 			return fmt.Errorf("remove user: %w", err)
 		}
 		if owner == userID {

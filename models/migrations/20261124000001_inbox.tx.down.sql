@@ -1,3 +1,11 @@
+DROP INDEX messages_failed_idx;
+
+--bun:split
+
+DROP INDEX contacts_bot_paused_idx;
+
+--bun:split
+
 DROP INDEX messages_account_idx;
 
 --bun:split

@@ -57,9 +57,18 @@ ALTER TABLE alerts ADD COLUMN resolved_by TEXT;
 
 --bun:split
 
-CREATE INDEX alerts_open_idx ON alerts (contact_id) WHERE resolved_at IS NULL;
+CREATE INDEX alerts_open_idx ON alerts (account_id, contact_id) WHERE resolved_at IS NULL;
 
 --bun:split
 
 -- The conversation list walks the account's messages newest first.
 CREATE INDEX messages_account_idx ON messages (account_id, id);
+
+--bun:split
+
+-- The list's filters "needs a human" and "failed" start from these small sets of contacts.
+CREATE INDEX contacts_bot_paused_idx ON contacts (account_id) WHERE bot_paused;
+
+--bun:split
+
+CREATE INDEX messages_failed_idx ON messages (account_id, contact_id) WHERE direction = 'outgoing' AND status = 'failed';
