@@ -15,12 +15,16 @@ import (
 // page needs a session, every form a CSRF token.
 func (s *Server) inboxRoutes() {
 	in := s.app.Group("/inbox", s.requireHTTPS, inboxSecurityHeaders)
-	in.Get("/static/:name", inboxStatic)
+	in.Get("/static/:name", inboxStatic) // Fiber's Get answers HEAD as well
 	in.Get("/login", s.loginPage)
 	in.Post("/login", s.login)
 
 	auth := []fiber.Handler{s.requireSession, s.checkCSRF}
+	// A page answers HEAD too, as every GET route of the api does.
 	page := func(method, path string, h ...fiber.Handler) {
+		if method == fiber.MethodGet {
+			in.Add(fiber.MethodHead, path, slices.Concat(auth, h)...)
+		}
 		in.Add(method, path, slices.Concat(auth, h)...)
 	}
 	page(fiber.MethodPost, "/logout", s.logout)
