@@ -163,8 +163,8 @@ const keepAliveEvery = 15 * time.Second
 
 // streamEvents answers with a Server-Sent Events stream of the account's events: "event: <type>" and
 // "data: <record JSON>" for each, a comment line every 15 s. It ends when the client goes away or the
-// server shuts down.
-func (s *Server) streamEvents(c *fiber.Ctx, accountID string) error {
+// server shuts down. inbox adds the events only the inbox's pages use (contact.updated).
+func (s *Server) streamEvents(c *fiber.Ctx, accountID string, inbox bool) error {
 	events, stop, err := s.hub.listen(c.UserContext(), accountID)
 	if err != nil {
 		s.log.Error("events stream", "error", err.Error())
@@ -195,6 +195,9 @@ func (s *Server) streamEvents(c *fiber.Ctx, accountID string) error {
 		for {
 			select {
 			case e := <-events:
+				if !inbox && e.Type == models.EventContactUpdated {
+					continue
+				}
 				if !write("event: %s\ndata: %s\n\n", e.Type, e.Data) {
 					return
 				}
@@ -212,5 +215,5 @@ func (s *Server) streamEvents(c *fiber.Ctx, accountID string) error {
 
 // events: GET /v1/events -> the key's account's events as Server-Sent Events.
 func (s *Server) events(c *fiber.Ctx) error {
-	return s.streamEvents(c, accountOf(c).ID)
+	return s.streamEvents(c, accountOf(c).ID, false)
 }

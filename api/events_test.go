@@ -65,7 +65,8 @@ type eventStream struct {
 // openEventsURL opens the stream at rawURL with the key in x-api-key (none when key is ""): with
 // net/http rather than do, which would wait for the whole body. The client has no timeout; the stream
 // is closed when the test ends.
-func openEventsURL(t *testing.T, rawURL, key string) *eventStream {
+// header holds further "Name: value" headers (an inbox session's Cookie).
+func openEventsURL(t *testing.T, rawURL, key string, header ...string) *eventStream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", rawURL, nil)
@@ -74,6 +75,10 @@ func openEventsURL(t *testing.T, rawURL, key string) *eventStream {
 	}
 	if key != "" {
 		req.Header.Set("x-api-key", key)
+	}
+	for _, h := range header {
+		name, value, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Do(req)
@@ -496,4 +501,39 @@ func TestEventsWithoutRedis(t *testing.T) {
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("the refusal took %s", time.Since(start))
 	}
+}
+
+// sessionCookieName is the inbox's session cookie.
+const sessionCookieName = "inbox_session"
+
+// The inbox's own stream also says when a contact's bot is paused or resumed, so that its "needs a
+// human" marker changes in every open tab; GET /v1/events keeps to its four documented types.
+func TestInboxStreamCarriesBotPauses(t *testing.T) {
+	srv := startServer(t)
+	b, _, key := signedIn(t, srv)
+	r := incoming(t, srv, key, "bot-pause-1", "pat", "Pause me")
+	expect(t, r, http.StatusOK, "")
+	contactID, _ := do(t, "GET", srv.URL+"/v1/messages/"+r.JSON(t)["messageId"].(string), key, nil).JSON(t)["contactId"].(string)
+	session := b.cookie(sessionCookieName)
+	inbox := openEventsURL(t, srv.URL+"/inbox/events", "", "Cookie: "+session.Name+"="+session.Value)
+	api := openEvents(t, srv, key)
+	if first, ok := inbox.next(2 * time.Second); !ok || !slices.Equal(first.Lines, []string{"retry: 2000", ": connected"}) {
+		t.Fatalf("inbox stream began with %q (%v)", first.Lines, inbox.endErr())
+	}
+
+	for _, active := range []bool{false, true} {
+		r := do(t, "PUT", srv.URL+"/v1/contacts/"+contactID+"/bot", key, map[string]any{"active": active})
+		expect(t, r, http.StatusOK, "")
+		inbox.expect(t, liveWait, models.EventContactUpdated, func(rec map[string]any) bool {
+			return rec["id"] == contactID && rec["botActive"] == active
+		})
+	}
+	// A message after the pauses: the api stream shows it, and nothing of the pauses before it.
+	expect(t, incoming(t, srv, key, "bot-pause-2", "pat", "After the pauses"), http.StatusOK, "")
+	api.expect(t, liveWait, models.EventMessageCreated, func(rec map[string]any) bool { return rec["body"] == "After the pauses" },
+		func(f sseFrame) {
+			if f.Type == models.EventContactUpdated {
+				t.Errorf("GET /v1/events carried %s: %s", f.Type, f.Data)
+			}
+		})
 }

@@ -52,7 +52,7 @@ func (s *Server) inboxRoutes() {
 
 // inboxEvents: GET /inbox/events streams the signed-in user's account events to the pages' script.
 func (s *Server) inboxEvents(c *fiber.Ctx) error {
-	if err := s.streamEvents(c, sessionOf(c).AccountID); err != nil {
+	if err := s.streamEvents(c, sessionOf(c).AccountID, true); err != nil {
 		return c.Status(fiber.StatusServiceUnavailable).SendString(models.ErrorMessage(err))
 	}
 	return nil

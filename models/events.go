@@ -16,6 +16,10 @@ const (
 	EventMessageUpdated = "message.updated"
 	EventAlertCreated   = "alert.created"
 	EventAlertResolved  = "alert.resolved"
+	// EventContactUpdated ({"id","botActive"} as data) tells open inbox pages that a contact's bot was paused
+	// or resumed, which changes its "needs a human" marker. The inbox's own stream carries it; GET
+	// /v1/events keeps to the four documented types.
+	EventContactUpdated = "contact.updated"
 )
 
 // Event is one change to an account's conversations, as published to every api process.

@@ -182,7 +182,14 @@ func (s *Store) SetBotActive(ctx context.Context, accountID, contactID string, a
 		return nil, fmt.Errorf("set bot active: %w", err)
 	}
 	contact.BotPaused = !active
+	s.emit(ctx, accountID, EventContactUpdated, botState{ID: contact.ID, BotActive: active})
 	return contact, nil
+}
+
+// botState is the data of a contact.updated event.
+type botState struct {
+	ID        string `json:"id"`
+	BotActive bool   `json:"botActive"`
 }
 
 func setBotPaused(ctx context.Context, db bun.IDB, contactID string, paused bool) error {

@@ -16,6 +16,8 @@
       el.title = fullFmt.format(t);
       if (el.closest('.meta, .conv')) {
         el.textContent = t.toDateString() === now.toDateString() ? timeFmt.format(t) : dayFmt.format(t) + ', ' + timeFmt.format(t);
+      } else {
+        el.textContent = fullFmt.format(t);
       }
     });
   }
@@ -51,11 +53,17 @@
   function concerns(type, data) {
     if (kind === 'list') return true;
     if (kind === 'alerts') return type.indexOf('alert.') === 0;
-    return data && data.contactId === contact;
+    if (!data) return false;
+    return (type === 'contact.updated' ? data.id : data.contactId) === contact;
   }
 
   var pending = null;
   var inFlight = false;
+  // Set once the page is being left (a link, a form such as Sign out): a refresh that then finds the
+  // session gone must not reload the page, which would cancel the navigation under way.
+  var leaving = false;
+  window.addEventListener('beforeunload', function () { leaving = true; });
+  window.addEventListener('pageshow', function () { leaving = false; });
   function refresh() {
     if (pending) return;
     pending = setTimeout(function () {
@@ -65,13 +73,21 @@
       var stick = kind === 'conversation' && nearBottom();
       fetch(location.href, { headers: { 'X-Inbox-Live': '1' }, credentials: 'same-origin', cache: 'no-store' })
         .then(function (res) {
-          if (res.status === 401 || res.redirected) { location.reload(); return null; }
+          if (res.status === 401 || res.redirected) {
+            if (!leaving) location.reload();
+            return null;
+          }
           return res.ok ? res.text() : null;
         })
         .then(function (html) {
           if (html === null) return;
-          live.innerHTML = html;
-          localTimes(live);
+          // Parsed inert (a template loads and runs nothing) and compared with what is shown: an
+          // unchanged region is left alone, so that a button being clicked is not swapped away.
+          var next = document.createElement('template');
+          next.innerHTML = html;
+          localTimes(next.content);
+          if (next.innerHTML === live.innerHTML) return;
+          live.replaceChildren(next.content);
           if (stick) toBottom();
         })
         .catch(function () {})
@@ -80,18 +96,18 @@
   }
 
   var source = new EventSource('/inbox/events');
-  var lost = false;
-  ['message.created', 'message.updated', 'alert.created', 'alert.resolved'].forEach(function (type) {
+  ['message.created', 'message.updated', 'alert.created', 'alert.resolved', 'contact.updated'].forEach(function (type) {
     source.addEventListener(type, function (e) {
       var data = null;
       try { data = JSON.parse(e.data); } catch (err) { return; }
       if (concerns(type, data)) refresh();
     });
   });
-  // After a lost connection, events may have been missed: fetch the region once it is back.
-  source.addEventListener('error', function () { lost = true; });
+  // Events stored before the stream opened were missed: those between the server rendering the page
+  // and the first opening (a reply's delivery often ends in that time), and those of a lost
+  // connection. Fetch the region each time the stream opens.
   source.addEventListener('open', function () {
-    if (lost) { lost = false; refresh(); }
+    refresh();
     document.documentElement.setAttribute('data-live-ready', '1');
   });
 })();
