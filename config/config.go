@@ -3,9 +3,11 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,6 +20,20 @@ type Config struct {
 	DatabaseURL string
 	RedisURL    string
 	DataDir     string
+
+	// RedisSentinelAddrs (host:port each) and RedisSentinelMaster, set together, make every Redis
+	// client connect through Redis Sentinel to the named master; RedisURL then only supplies the
+	// password and database number.
+	RedisSentinelAddrs  []string
+	RedisSentinelMaster string
+	// RedisSentinelPassword is the sentinels' own password (their requirepass), if they have one.
+	RedisSentinelPassword string
+
+	// SecretsKey encrypts provider credentials and webhook signing secrets at rest (32 bytes, given
+	// base64-encoded); nil stores them as they are. SecretsKeyPrevious still reads what an earlier key
+	// encrypted, until `admin secrets rotate` has re-encrypted it.
+	SecretsKey         []byte
+	SecretsKeyPrevious []byte
 
 	// Standalone is true when neither DATABASE_URL nor REDIS_URL is set: the api then runs SQLite, an
 	// in-process Redis and the worker in one process.
@@ -69,11 +85,20 @@ func Load(getenv func(string) string) (*Config, error) {
 		DatabaseURL: strings.TrimSpace(getenv("DATABASE_URL")),
 		RedisURL:    strings.TrimSpace(getenv("REDIS_URL")),
 	}
+	if err := c.loadSentinel(getenv); err != nil {
+		return nil, err
+	}
+	sentinel := len(c.RedisSentinelAddrs) > 0
 	switch {
-	case c.DatabaseURL == "" && c.RedisURL == "":
+	case c.DatabaseURL == "" && c.RedisURL == "" && !sentinel:
 		c.Standalone = true
+	case c.DatabaseURL == "" && sentinel:
+		return nil, errors.New("config: REDIS_SENTINEL_ADDRS is set but DATABASE_URL is not: Sentinel is for production mode")
 	case c.DatabaseURL == "":
 		return nil, errors.New("config: REDIS_URL is set but DATABASE_URL is not: set both (production) or neither (standalone mode)")
+	case c.RedisURL == "" && sentinel:
+		// Sentinel names the master; the URL would only add a password and a database number.
+		c.RedisURL = "redis://"
 	case c.RedisURL == "":
 		return nil, errors.New("config: DATABASE_URL is set but REDIS_URL is not: set both (production) or neither (standalone mode)")
 	}
@@ -115,6 +140,8 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.WhatsAppAPIBaseURL = r.httpURL("WHATSAPP_API_BASE_URL")
 	c.MessengerAPIBaseURL = r.httpURL("MESSENGER_API_BASE_URL")
 	c.InstagramAPIBaseURL = r.httpURL("INSTAGRAM_API_BASE_URL")
+	c.SecretsKey = r.secretsKey("SECRETS_KEY")
+	c.SecretsKeyPrevious = r.secretsKey("SECRETS_KEY_PREVIOUS")
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -125,10 +152,38 @@ func Load(getenv func(string) string) (*Config, error) {
 	if (c.AdminUser == "") != (c.AdminPassword == "") {
 		return nil, errors.New("config: ADMIN_USER and ADMIN_PASSWORD: set both or neither")
 	}
+	if c.SecretsKeyPrevious != nil && c.SecretsKey == nil {
+		return nil, errors.New("config: SECRETS_KEY_PREVIOUS: set only beside SECRETS_KEY (the new key), while rotating")
+	}
 	if c.BotLLMBaseURL != "" && c.BotLLMModel == "" {
 		return nil, errors.New("config: BOT_LLM_MODEL: required when BOT_LLM_BASE_URL is set")
 	}
 	return c, nil
+}
+
+// loadSentinel reads REDIS_SENTINEL_ADDRS and REDIS_SENTINEL_MASTER, which go together.
+func (c *Config) loadSentinel(getenv func(string) string) error {
+	addrs := strings.TrimSpace(getenv("REDIS_SENTINEL_ADDRS"))
+	c.RedisSentinelMaster = strings.TrimSpace(getenv("REDIS_SENTINEL_MASTER"))
+	c.RedisSentinelPassword = strings.TrimSpace(getenv("REDIS_SENTINEL_PASSWORD"))
+	if (addrs == "") != (c.RedisSentinelMaster == "") {
+		return errors.New("config: REDIS_SENTINEL_ADDRS and REDIS_SENTINEL_MASTER: set both or neither")
+	}
+	if addrs == "" && c.RedisSentinelPassword != "" {
+		return errors.New("config: REDIS_SENTINEL_PASSWORD: set only with REDIS_SENTINEL_ADDRS and REDIS_SENTINEL_MASTER")
+	}
+	if addrs == "" {
+		return nil
+	}
+	for _, a := range strings.Split(addrs, ",") {
+		a = strings.TrimSpace(a)
+		host, port, err := net.SplitHostPort(a)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("config: REDIS_SENTINEL_ADDRS: must be a comma-separated list of host:port, got %q", addrs)
+		}
+		c.RedisSentinelAddrs = append(c.RedisSentinelAddrs, a)
+	}
+	return nil
 }
 
 // TLSEnabled reports whether the api terminates TLS itself.
@@ -242,6 +297,21 @@ func (r *reader) httpURL(name string) string {
 		return ""
 	}
 	return strings.TrimRight(v, "/")
+}
+
+// secretsKey reads a 32-byte AES-256 key given in base64 (standard or URL alphabet, padded or not).
+func (r *reader) secretsKey(name string) []byte {
+	v, ok := r.raw(name)
+	if !ok {
+		return nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if key, err := enc.DecodeString(v); err == nil && len(key) == 32 {
+			return key
+		}
+	}
+	r.fail(name, "must be 32 random bytes in base64 (openssl rand -base64 32); the value given is not")
+	return nil
 }
 
 func (r *reader) level(name string, def slog.Level) slog.Level {

@@ -252,6 +252,59 @@ func TestLoadOneURLOnly(t *testing.T) {
 	}
 }
 
+// testKey is a valid SECRETS_KEY: 32 bytes, base64.
+const testKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+// sentinel is REDIS_SENTINEL_ADDRS set to addrs, with a master name.
+func sentinel(addrs string) map[string]string {
+	return map[string]string{"REDIS_SENTINEL_ADDRS": addrs, "REDIS_SENTINEL_MASTER": "mymaster"}
+}
+
+func TestLoadSentinelAndSecretsKey(t *testing.T) {
+	t.Run("Sentinel without REDIS_URL is production mode", func(t *testing.T) {
+		vars := sentinel(" s1.internal:26379, 10.0.0.2:26380 ,[::1]:26381")
+		vars["DATABASE_URL"] = "postgres://u:p@db.internal:5432/app"
+		vars["REDIS_SENTINEL_PASSWORD"] = " sentinels-own "
+		got, err := config.Load(env(vars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RedisSentinelPassword != "sentinels-own" {
+			t.Errorf("sentinel password %q", got.RedisSentinelPassword)
+		}
+		want := []string{"s1.internal:26379", "10.0.0.2:26380", "[::1]:26381"}
+		if got.Standalone || got.RedisSentinelMaster != "mymaster" || !cmp.Equal(got.RedisSentinelAddrs, want) || got.RedisURL != "redis://" {
+			t.Errorf("standalone=%v master=%q addrs=%q url=%q", got.Standalone, got.RedisSentinelMaster, got.RedisSentinelAddrs, got.RedisURL)
+		}
+	})
+	t.Run("REDIS_URL beside Sentinel is kept for its password and database", func(t *testing.T) {
+		got, err := config.Load(env(production(sentinel("s1:26379"))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RedisURL != "redis://cache.internal:6379/0" || len(got.RedisSentinelAddrs) != 1 {
+			t.Errorf("url=%q addrs=%q", got.RedisURL, got.RedisSentinelAddrs)
+		}
+	})
+	t.Run("keys in any base64 alphabet", func(t *testing.T) {
+		for _, k := range []string{testKey, strings.TrimRight(testKey, "="), "_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-_-8="} {
+			got, err := config.Load(env(map[string]string{"SECRETS_KEY": k, "SECRETS_KEY_PREVIOUS": testKey}))
+			if err != nil {
+				t.Fatalf("%q: %v", k, err)
+			}
+			if len(got.SecretsKey) != 32 || string(got.SecretsKeyPrevious) != "0123456789abcdef0123456789abcdef" {
+				t.Errorf("%q: key %d bytes, previous %q", k, len(got.SecretsKey), got.SecretsKeyPrevious)
+			}
+		}
+	})
+	t.Run("an invalid key is not echoed", func(t *testing.T) {
+		_, err := config.Load(env(map[string]string{"SECRETS_KEY": "hunter2-hunter2"}))
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("error %v, want one that does not repeat the value", err)
+		}
+	})
+}
+
 func TestLoadInvalid(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -304,6 +357,21 @@ func TestLoadInvalid(t *testing.T) {
 		{"WHATSAPP_API_BASE_URL without host", map[string]string{"WHATSAPP_API_BASE_URL": "https://"}, "WHATSAPP_API_BASE_URL"},
 		{"MESSENGER_API_BASE_URL not http", map[string]string{"MESSENGER_API_BASE_URL": "ftp://graph.example.com"}, "MESSENGER_API_BASE_URL"},
 		{"INSTAGRAM_API_BASE_URL without host", map[string]string{"INSTAGRAM_API_BASE_URL": "https://"}, "INSTAGRAM_API_BASE_URL"},
+		{"REDIS_SENTINEL_ADDRS without master", production(map[string]string{"REDIS_SENTINEL_ADDRS": "s1:26379"}), "REDIS_SENTINEL_MASTER"},
+		{"REDIS_SENTINEL_MASTER without addresses", production(map[string]string{"REDIS_SENTINEL_MASTER": "mymaster"}), "REDIS_SENTINEL_ADDRS"},
+		{"REDIS_SENTINEL_ADDRS without port", production(sentinel("s1:26379,s2")), "REDIS_SENTINEL_ADDRS"},
+		{"REDIS_SENTINEL_ADDRS port zero", production(sentinel("s1:0")), "REDIS_SENTINEL_ADDRS"},
+		{"REDIS_SENTINEL_ADDRS port not a number", production(sentinel("s1:redis")), "REDIS_SENTINEL_ADDRS"},
+		{"REDIS_SENTINEL_ADDRS empty element", production(sentinel("s1:26379,,s2:26379")), "REDIS_SENTINEL_ADDRS"},
+		{"REDIS_SENTINEL_ADDRS without host", production(sentinel(":26379")), "REDIS_SENTINEL_ADDRS"},
+		{"REDIS_SENTINEL_ADDRS in standalone mode", sentinel("s1:26379"), "DATABASE_URL"},
+		{"REDIS_SENTINEL_PASSWORD without Sentinel", production(map[string]string{"REDIS_SENTINEL_PASSWORD": "pw"}), "REDIS_SENTINEL_PASSWORD"},
+		{"REDIS_URL beside Sentinel not redis", production(map[string]string{"REDIS_URL": "http://x", "REDIS_SENTINEL_ADDRS": "s1:26379", "REDIS_SENTINEL_MASTER": "m"}), "REDIS_URL"},
+		{"SECRETS_KEY not base64", map[string]string{"SECRETS_KEY": "not a key!"}, "SECRETS_KEY"},
+		{"SECRETS_KEY 16 bytes", map[string]string{"SECRETS_KEY": "AAAAAAAAAAAAAAAAAAAAAA=="}, "SECRETS_KEY"},
+		{"SECRETS_KEY 33 bytes", map[string]string{"SECRETS_KEY": strings.Repeat("A", 44)}, "SECRETS_KEY"},
+		{"SECRETS_KEY_PREVIOUS not a key", map[string]string{"SECRETS_KEY": testKey, "SECRETS_KEY_PREVIOUS": "old"}, "SECRETS_KEY_PREVIOUS"},
+		{"SECRETS_KEY_PREVIOUS without SECRETS_KEY", map[string]string{"SECRETS_KEY_PREVIOUS": testKey}, "SECRETS_KEY_PREVIOUS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

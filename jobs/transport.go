@@ -17,7 +17,7 @@ type Transport interface {
 // transports maps a message's transport to the one that delivers it.
 func (h *Handler) transports() map[string]Transport {
 	return map[string]Transport{
-		models.TransportCustom:  webhookTransport{sender: h.Sender},
+		models.TransportCustom:  webhookTransport{store: h.Store, sender: h.Sender},
 		models.ChannelSMS:       smsTransport{store: h.Store, client: h.Providers},
 		models.ChannelWhatsApp:  whatsAppTransport{store: h.Store, client: h.Providers},
 		models.ChannelMessenger: metaTransport{channel: models.ChannelMessenger, store: h.Store, client: h.Providers},
@@ -26,11 +26,20 @@ func (h *Handler) transports() map[string]Transport {
 }
 
 // webhookTransport posts replies to the account's custom-channel webhook (ReplyWebhookPayload in the OpenAPI document).
-type webhookTransport struct{ sender *WebhookSender }
+type webhookTransport struct {
+	store  *models.Store
+	sender *WebhookSender
+}
 
 func (t webhookTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
 	if acc.WebhookURL == nil || acc.WebhookSecret == nil {
 		return DeliveryResult{Error: errNoWebhook.Error()}
+	}
+	secret, err := t.store.OpenWebhookSecret(acc)
+	if err != nil {
+		// Only a process started with other keys than the one that stored the secret gets here (a
+		// rolling key change); the next attempt, by a process with the right keys, can succeed.
+		return DeliveryResult{Error: err.Error(), Retryable: true}
 	}
 	body, err := json.Marshal(replyPayload{
 		ContactID: m.ContactID, MessageID: m.ID, UserID: acc.OwnerUserID, Body: m.Body, ToID: m.ToID, Channel: m.Channel,
@@ -38,7 +47,7 @@ func (t webhookTransport) Deliver(ctx context.Context, m *models.Message, acc *m
 	if err != nil {
 		return DeliveryResult{Error: "encode payload: " + err.Error()}
 	}
-	return t.sender.Send(ctx, WebhookRequest{URL: *acc.WebhookURL, Secret: *acc.WebhookSecret, ID: m.ID, Payload: body})
+	return t.sender.Send(ctx, WebhookRequest{URL: *acc.WebhookURL, Secret: *secret, ID: m.ID, Payload: body})
 }
 
 // smsTransport sends through the account's Twilio-compatible SMS credentials.

@@ -26,6 +26,9 @@ import (
 // It is off in standalone mode, where the admin CLI cannot reach the api's in-process Redis.
 type keyCache struct {
 	rdb redis.UniversalClient
+	// replicaWait, when set, is how long a revocation waits for a Redis replica to confirm it (see
+	// KeyRevocationsWaitForAReplica).
+	replicaWait time.Duration
 }
 
 const (
@@ -58,6 +61,17 @@ type cachedAccount struct {
 // UseKeyCache makes Authenticate consult Redis before the database and RotateAPIKey mark revoked keys
 // there. Every process that authenticates or rotates keys on the same database must use the same Redis.
 func (s *Store) UseKeyCache(rdb redis.UniversalClient) { s.keys = &keyCache{rdb: rdb} }
+
+// KeyRevocationsWaitForAReplica makes a key rotation wait up to wait for a Redis replica to hold the
+// revoked mark, and refuse with UNAVAILABLE (nothing changed) when none confirms. Redis replicates
+// asynchronously: without it, a mark that only the master held when it failed would be missing on the
+// promoted replica, which still caches the old key, and the old key would work again for up to
+// keyCacheTTL. For deployments with replicas (Redis Sentinel); call after UseKeyCache.
+func (s *Store) KeyRevocationsWaitForAReplica(wait time.Duration) {
+	if s.keys != nil {
+		s.keys.replicaWait = wait
+	}
+}
 
 func keyCacheKey(hash string) string { return "apikey:" + hash }
 
@@ -138,10 +152,28 @@ func (k *keyCache) fill(ctx context.Context, hash string, a *Account) {
 	_ = k.rdb.SetNX(ctx, keyCacheKey(hash), raw, keyCacheTTL).Err()
 }
 
-// revoke marks hash revoked. Errors: UNAVAILABLE when Redis does not answer.
+// revoke marks hash revoked. Errors: UNAVAILABLE when Redis does not answer, or no replica confirms
+// the mark in time when revocations wait for one.
 func (k *keyCache) revoke(ctx context.Context, hash string) error {
-	if err := k.rdb.Set(ctx, keyCacheKey(hash), keyRevoked, keyRevokedTTL).Err(); err != nil {
+	if k.replicaWait == 0 {
+		if err := k.rdb.Set(ctx, keyCacheKey(hash), keyRevoked, keyRevokedTTL).Err(); err != nil {
+			return Errorf(CodeUnavailable, "the key could not be rotated because Redis is unavailable; nothing changed, try again")
+		}
+		return nil
+	}
+	// WAIT counts the replicas that have the writes of its own connection: both commands go in one
+	// pipeline, on one connection.
+	var wait *redis.Cmd
+	_, err := k.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, keyCacheKey(hash), keyRevoked, keyRevokedTTL)
+		wait = p.Do(ctx, "WAIT", 1, k.replicaWait.Milliseconds())
+		return nil
+	})
+	if err != nil {
 		return Errorf(CodeUnavailable, "the key could not be rotated because Redis is unavailable; nothing changed, try again")
+	}
+	if acked, _ := wait.Int64(); acked < 1 {
+		return Errorf(CodeUnavailable, "the key could not be rotated because no Redis replica confirmed the revocation (a failover could undo it); nothing changed, try again once a replica is connected")
 	}
 	return nil
 }

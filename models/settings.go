@@ -24,8 +24,12 @@ func (s *Store) SetWebhookURL(ctx context.Context, accountID, url, newSecret str
 }
 
 func (s *Store) updateWebhook(ctx context.Context, accountID string, url *string, newSecret string) (*WebhookSettings, error) {
+	sealed, err := s.secrets.seal(newSecret, webhookSecretAAD(accountID))
+	if err != nil {
+		return nil, err
+	}
 	q := s.db.NewUpdate().Model((*Account)(nil)).
-		Set("webhook_secret = COALESCE(webhook_secret, ?)", newSecret).
+		Set("webhook_secret = COALESCE(webhook_secret, ?)", sealed).
 		Where("id = ?", accountID)
 	if url != nil {
 		q = q.Set("webhook_url = ?", *url)
@@ -37,7 +41,11 @@ func (s *Store) updateWebhook(ctx context.Context, accountID string, url *string
 	if err != nil {
 		return nil, err
 	}
-	return &WebhookSettings{URL: acc.WebhookURL, SigningSecret: *acc.WebhookSecret}, nil
+	secret, err := s.OpenWebhookSecret(acc)
+	if err != nil {
+		return nil, err
+	}
+	return &WebhookSettings{URL: acc.WebhookURL, SigningSecret: *secret}, nil
 }
 
 // SetAlertWebhookURL saves (or, with "", clears) the URL that receives alerts.

@@ -51,6 +51,9 @@ type Store struct {
 	stmts statements
 	// events carries changes to live listeners (see UseEvents); nil: none.
 	events EventPublisher
+	// secrets seals and opens stored credentials and signing secrets (see UseSecrets); nil: stored
+	// as they are.
+	secrets *Secrets
 }
 
 // OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker

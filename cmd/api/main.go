@@ -58,14 +58,20 @@ func run(cfg *config.Config, log *slog.Logger) error {
 	store.UseEvents(events)
 	if !cfg.Standalone {
 		// In standalone mode the admin CLI cannot reach the in-process Redis to mark a rotated key.
-		store.UseKeyCache(rdb.Client)
+		boot.UseKeyCache(cfg, store, rdb)
+		// The release phase (admin migrate) has created the tables; standalone mode migrates below.
+		if err := boot.UseSecrets(ctx, cfg, store, log); err != nil {
+			return err
+		}
 	}
-
 	var worker *jobs.Worker
 	if cfg.Standalone {
 		log.Warn("standalone mode: SQLite in DATA_DIR, in-process Redis and worker; queued jobs do not survive a restart (the database does). Set DATABASE_URL and REDIS_URL for production.",
 			"data_dir", cfg.DataDir)
 		if err := boot.PrepareStandalone(ctx, store, os.Stdout, log); err != nil {
+			return err
+		}
+		if err := boot.UseSecrets(ctx, cfg, store, log); err != nil {
 			return err
 		}
 		worker = jobs.NewWorker(rdb.Asynq, cfg, jobs.NewHandler(store, cfg, log, queue, rdb.Client), log)

@@ -129,6 +129,23 @@ func admin(t *testing.T, environ []string, args ...string) map[string]any {
 	return m
 }
 
+// freePorts returns n distinct free loopback ports, all chosen while held open together: ports chosen
+// one after another can repeat, since each is closed before the next is asked for (it happened to two
+// sentinels of the Sentinel tests).
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	ports := make([]string, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ports[i] = fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

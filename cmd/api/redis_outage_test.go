@@ -69,8 +69,9 @@ type fault struct {
 // load of incoming messages, applies the fault's down, waits 10 s, applies its up, and checks that
 // nothing was lost: every message retried to a 200 gets exactly one reply and shows as sent, the
 // incoming endpoint never answered 500 (and answered 503 in its string form during a dependency's
-// outage), and the processes rode it out.
-func outageUnderLoad(t *testing.T, email string, backends []string, f fault) {
+// outage), and the processes rode it out. It returns the load's result and when the last reply arrived,
+// for a test that measures more.
+func outageUnderLoad(t *testing.T, email string, backends []string, f fault) (loadResult, time.Time) {
 	sink := newReplySink(t, 300*time.Millisecond)
 	port := freePort(t)
 	base := "http://127.0.0.1:" + port
@@ -202,6 +203,7 @@ func outageUnderLoad(t *testing.T, email string, backends []string, f fault) {
 	waitUntil(t, 30*time.Second, "/readyz to answer 200 after the restart", func() bool {
 		return readyzStatus(base) == http.StatusOK
 	})
+	return r, last
 }
 
 // startRedis runs a redis-server without persistence on port, in dir, and waits until it answers PING.
@@ -210,8 +212,16 @@ func startRedis(t *testing.T, bin, dir, port string) *process {
 	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no")
 	cmd.Dir = dir
 	p := startCmd(t, "redis-server", cmd)
+	awaitRedis(t, p, port, func() bool { return redisAnswers("127.0.0.1:" + port) })
+	return p
+}
+
+// awaitRedis waits until the redis-server p started on port answers (answers reports it), failing the
+// test when it exits or does not answer within 10 s.
+func awaitRedis(t *testing.T, p *process, port string, answers func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !redisAnswers("127.0.0.1:" + port) {
+	for !answers() {
 		select {
 		case err := <-p.done:
 			p.done <- err
@@ -223,7 +233,6 @@ func startRedis(t *testing.T, bin, dir, port string) *process {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return p
 }
 
 func redisAnswers(addr string) bool {
@@ -363,6 +372,13 @@ type incomingLoad struct {
 	slowestDown     time.Duration // the slowest request during the outage
 	slowestUp       time.Duration // the slowest request otherwise
 	last503         time.Time
+	answers         []answer // every request, in the order answered
+}
+
+// answer is one request of an incomingLoad: when it was sent, when it was answered, and the status.
+type answer struct {
+	sent, at time.Time
+	status   int
 }
 
 func newIncomingLoad(base, key string) *incomingLoad {
@@ -440,6 +456,7 @@ func (l *incomingLoad) post(from string) bool {
 	defer l.mu.Unlock()
 	l.requests++
 	l.statuses[status]++
+	l.answers = append(l.answers, answer{sent: began, at: began.Add(took), status: status})
 	if down {
 		l.requestsDown++
 		l.slowestDown = max(l.slowestDown, took)
@@ -502,6 +519,7 @@ type loadResult struct {
 	slowestDown, slowestUp                          time.Duration
 	last503                                         time.Time
 	first503, first500, firstOther, badUnavailable  string
+	answers                                         []answer
 }
 
 func (l *incomingLoad) result() loadResult {
@@ -517,5 +535,6 @@ func (l *incomingLoad) result() loadResult {
 		unavailableDown: l.unavailableDown, saw503: len(l.saw503), statuses: statuses, first503: l.first503,
 		first500: l.first500, firstOther: l.firstOther, badUnavailable: l.badUnavailable,
 		slowestDown: l.slowestDown, slowestUp: l.slowestUp, last503: l.last503,
+		answers: append([]answer(nil), l.answers...),
 	}
 }

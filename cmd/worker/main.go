@@ -38,6 +38,9 @@ func run(cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
+	if err := boot.UseSecrets(ctx, cfg, store, log); err != nil {
+		return err
+	}
 	rdb, err := boot.OpenRedis(cfg)
 	if err != nil {
 		return err

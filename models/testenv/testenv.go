@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -44,8 +45,13 @@ type Env struct {
 	// RedisURL addresses the package's own Redis (a claimed database number, or a miniredis).
 	RedisURL string
 	Asynq    asynq.RedisConnOpt
+	// SecretsKey is the package's SECRETS_KEY (base64): Store encrypts stored secrets with it, as a
+	// deployment with a key does, and Getenv passes it on.
+	SecretsKey string
 
-	cleanup []func()
+	// adminURL is TEST_DATABASE_URL, for creating databases (PostgreSQL only).
+	adminURL string
+	cleanup  []func()
 }
 
 // Postgres reports whether the real services are in use.
@@ -85,6 +91,7 @@ func Setup() (*Env, error) {
 	var err error
 	if dbURL != "" {
 		e.Backend = "postgres"
+		e.adminURL = dbURL
 		err = e.setupPostgres(ctx, dbURL)
 		if err == nil {
 			err = e.setupRedis(ctx, redisURL)
@@ -95,6 +102,9 @@ func Setup() (*Env, error) {
 	}
 	if err == nil {
 		err = e.Store.Migrate(ctx)
+	}
+	if err == nil {
+		err = e.useSecrets()
 	}
 	if err != nil {
 		e.Close()
@@ -220,11 +230,54 @@ func (e *Env) Getenv(overrides ...string) func(string) string {
 		vars["DATABASE_URL"] = e.DatabaseURL
 		vars["REDIS_URL"] = e.RedisURL
 	}
+	vars["SECRETS_KEY"] = e.SecretsKey
 	for _, kv := range overrides {
 		k, v, _ := strings.Cut(kv, "=")
 		vars[k] = v
 	}
 	return func(k string) string { return vars[k] }
+}
+
+// FreshStore returns a store on a new, migrated database of the package's backend (without a secrets
+// key), dropped when the test ends: for tests that change what every row of a table holds.
+func (e *Env) FreshStore(t testing.TB) *models.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var store *models.Store
+	var err error
+	if e.Postgres() {
+		fresh := &Env{}
+		if err = fresh.setupPostgres(ctx, e.adminURL); err == nil {
+			store = fresh.Store
+		}
+		t.Cleanup(fresh.Close)
+	} else {
+		store, err = models.OpenSQLite(filepath.Join(t.TempDir(), "fresh.db"))
+		if err == nil {
+			t.Cleanup(func() { _ = store.Close() })
+		}
+	}
+	if err == nil {
+		err = store.Migrate(ctx)
+	}
+	if err != nil {
+		t.Fatalf("fresh store: %v", err)
+	}
+	return store
+}
+
+// useSecrets gives the package a random secrets key.
+func (e *Env) useSecrets() error {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	e.SecretsKey = base64.StdEncoding.EncodeToString(key)
+	secrets, err := models.NewSecrets(key, nil)
+	if err != nil {
+		return err
+	}
+	e.Store.UseSecrets(secrets)
+	return nil
 }
 
 func randomHex(n int) string {

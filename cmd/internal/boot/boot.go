@@ -4,11 +4,16 @@ package boot
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -66,11 +71,35 @@ func OpenRedis(cfg *config.Config) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
+	if len(cfg.RedisSentinelAddrs) > 0 {
+		return openSentinel(cfg, opt), nil
+	}
 	asynqOpt, err := asynq.ParseRedisURI(url)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	return &Redis{Client: redis.NewClient(opt), Asynq: asynqOpt, mini: mini}, nil
+}
+
+// openSentinel connects through Redis Sentinel (REDIS_SENTINEL_ADDRS, REDIS_SENTINEL_MASTER): each
+// connection asks a sentinel for the current master, so after a failover new connections reach the
+// promoted replica, and connections to the old master are dropped when the sentinels announce the
+// switch. url (REDIS_URL) supplies only the credentials, the database number and TLS; the sentinels'
+// own password, if they have one, is REDIS_SENTINEL_PASSWORD. Every Redis
+// user of the process (asynq's client, server and inspector, asynqmon, the rate limiter, caches,
+// de-duplication keys and pub/sub) is built from these two options.
+func openSentinel(cfg *config.Config, url *redis.Options) *Redis {
+	opt := asynq.RedisFailoverClientOpt{
+		MasterName:       cfg.RedisSentinelMaster,
+		SentinelAddrs:    cfg.RedisSentinelAddrs,
+		SentinelPassword: cfg.RedisSentinelPassword,
+		Username:         url.Username,
+		Password:         url.Password,
+		DB:               url.DB,
+		TLSConfig:        url.TLSConfig,
+	}
+	// asynq builds the go-redis failover client from the same option, so the two cannot drift apart.
+	return &Redis{Client: opt.MakeRedisClient().(*redis.Client), Asynq: opt}
 }
 
 // Close closes the client and stops the in-process Redis, if any.
@@ -128,4 +157,124 @@ func setDemoPassword(ctx context.Context, store *models.Store, userID string, ou
 	}
 	fmt.Fprintf(out, "demo inbox password: %s\n", password)
 	return nil
+}
+
+// secretsKeyFile is where standalone mode keeps the key it creates when SECRETS_KEY is not set.
+const secretsKeyFile = "secrets.key"
+
+// Secrets returns the keys that encrypt stored secrets: SECRETS_KEY and SECRETS_KEY_PREVIOUS or, in
+// standalone mode without SECRETS_KEY, a key kept in DATA_DIR/secrets.key, created on first start.
+// The key sits next to the database file, so it protects a copy of the database on its own (a backup,
+// a file sent for support), not a copy of the whole directory.
+func Secrets(cfg *config.Config) (*models.Secrets, error) {
+	k, err := loadSecrets(cfg)
+	return k.secrets, err
+}
+
+// loadedSecrets is the keyring and, in standalone mode without SECRETS_KEY, the file its key came from.
+type loadedSecrets struct {
+	secrets *models.Secrets
+	keyFile string // "" when the key came from SECRETS_KEY (or there is none)
+	created bool   // keyFile was created by this call
+}
+
+func loadSecrets(cfg *config.Config) (loadedSecrets, error) {
+	var l loadedSecrets
+	key := cfg.SecretsKey
+	if key == nil && cfg.Standalone {
+		l.keyFile = filepath.Join(cfg.DataDir, secretsKeyFile)
+		var err error
+		if key, l.created, err = standaloneSecretsKey(l.keyFile); err != nil {
+			return l, err
+		}
+	}
+	var err error
+	l.secrets, err = models.NewSecrets(key, cfg.SecretsKeyPrevious)
+	return l, err
+}
+
+// standaloneSecretsKey reads the key file at path, creating it with a new key when it does not exist
+// (created reports that).
+func standaloneSecretsKey(path string) (key []byte, created bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, false, fmt.Errorf("secrets key: %w", err)
+	}
+	key = make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, false, fmt.Errorf("secrets key: %w", err)
+	}
+	// O_EXCL: of two processes starting at once, one creates the file and both read it.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		_, werr := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return nil, false, fmt.Errorf("secrets key %s: %w", path, werr)
+		}
+		return key, true, nil
+	case !errors.Is(err, fs.ErrExist):
+		return nil, false, fmt.Errorf("secrets key: %w", err)
+	}
+	for range 50 { // the creator may still be writing it
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, false, fmt.Errorf("secrets key: %w", err)
+		}
+		if key, err = base64.StdEncoding.DecodeString(strings.TrimSpace(string(raw))); err == nil && len(key) == 32 {
+			return key, false, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil, false, fmt.Errorf("secrets key %s: not 32 bytes in base64; restore the file, or set SECRETS_KEY to the key the data directory's secrets were encrypted with", path)
+}
+
+// UseSecrets gives the store its keys and checks at start-up that they read every stored secret: a
+// wrong or missing key stops the process with an error naming the variable, rather than letting it send
+// ciphertext to a provider as a token. A PostgreSQL deployment without SECRETS_KEY still starts, and
+// warns once.
+func UseSecrets(ctx context.Context, cfg *config.Config, store *models.Store, log *slog.Logger) error {
+	loaded, err := loadSecrets(cfg)
+	if err != nil {
+		return err
+	}
+	secrets := loaded.secrets
+	store.UseSecrets(secrets)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	status, err := store.CheckSecrets(ctx)
+	switch {
+	case err != nil && loaded.created:
+		// The data directory's key file was missing (deleted, or not restored with the database): the
+		// new one just made cannot help, and must not take the place of the one to restore.
+		_ = os.Remove(loaded.keyFile)
+		return fmt.Errorf("%s is missing, and the stored secrets need the key it held (%w): restore the file this data directory was created with, or set SECRETS_KEY to its key", loaded.keyFile, err)
+	case err != nil && loaded.keyFile != "":
+		return fmt.Errorf("the key in %s, used because SECRETS_KEY is not set: %w", loaded.keyFile, err)
+	case err != nil:
+		return err
+	}
+	switch {
+	case !secrets.Enabled():
+		log.Warn("SECRETS_KEY is not set: provider credentials and webhook signing secrets are stored in plain text; set it (openssl rand -base64 32) and run admin secrets rotate")
+	case status.Plain || status.Previous:
+		log.Warn("some stored secrets are in plain text or under SECRETS_KEY_PREVIOUS; run admin secrets rotate to encrypt them under SECRETS_KEY")
+	}
+	return nil
+}
+
+// replicaWait is how long a key rotation waits for a Redis replica to confirm the revoked mark, with
+// Sentinel (see models.Store.KeyRevocationsWaitForAReplica).
+const replicaWait = time.Second
+
+// UseKeyCache makes the store authenticate through the API-key cache in Redis. With Sentinel, a key
+// rotation also waits for a replica to hold the revocation, so that a failover cannot bring the old key
+// back.
+func UseKeyCache(cfg *config.Config, store *models.Store, rdb *Redis) {
+	store.UseKeyCache(rdb.Client)
+	if len(cfg.RedisSentinelAddrs) > 0 {
+		store.KeyRevocationsWaitForAReplica(replicaWait)
+	}
 }
