@@ -56,6 +56,11 @@ func TestConcurrentWorkerWritesAreExact(t *testing.T) {
 		if pair[0].ID != pair[1].ID || pair[0].Body != fmt.Sprintf("reply %d", i) || *pair[0].ReplyToID != incoming[i].ID {
 			t.Fatalf("message %d: two tasks got replies %s and %s (%q)", i, pair[0].ID, pair[1].ID, pair[0].Body)
 		}
+		// The second task's reply was read back from the database: it must not have been read into
+		// the caller's message (two tasks share one incoming message, so that was a data race).
+		if pair[0].ReplyToID == &incoming[i].ID || pair[1].ReplyToID == &incoming[i].ID {
+			t.Fatalf("message %d: the reply's replyToId points into the incoming message", i)
+		}
 		if got := messageBotStatus(t, incoming[i].ID); got != models.BotDone {
 			t.Fatalf("message %d: bot status %q, want done", i, got)
 		}

@@ -79,7 +79,7 @@ func raiseAlert(ctx context.Context, tx bun.Tx, accountID, contactID string, mes
 		return nil, err
 	}
 	a := &Alert{
-		ID: newID(prefixAlert), AccountID: accountID, ContactID: contactID, MessageID: messageID,
+		ID: newID(prefixAlert), AccountID: accountID, ContactID: contactID, MessageID: copyOf(messageID),
 		Reason: truncate(reason, 500), WebhookStatus: AlertWebhookNone, CreatedAt: now(),
 	}
 	if len(hook) > 0 {

@@ -61,12 +61,26 @@ func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f
 	if utf8.RuneCountInString(f.Query) > maxQueryLength {
 		return nil, "", Errorf(CodeValidation, "q must be at most %d characters", maxQueryLength)
 	}
+	// The page is chosen by one query and its rows and markers read by others: one snapshot keeps them
+	// in agreement (a reply stored in between would otherwise be marked failed beside an older
+	// lastMessage).
+	var list []Conversation
+	var next string
+	err := s.readSnapshot(ctx, func(ctx context.Context, db bun.IDB) error {
+		var err error
+		list, next, err = s.conversations(ctx, db, accountID, readerID, f, page)
+		return err
+	})
+	return list, next, err
+}
+
+func (s *Store) conversations(ctx context.Context, db bun.IDB, accountID, readerID string, f ConversationFilter, page Page) ([]Conversation, string, error) {
 	mk := conversationMarkers(accountID, readerID)
 	var q *bun.SelectQuery
 	if f.NeedsHuman == nil || !*f.NeedsHuman {
 		if f.Failed == nil || !*f.Failed {
 			if strings.TrimSpace(f.Query) == "" {
-				q = s.conversationsByMessages(accountID)
+				q = conversationsByMessages(db, accountID)
 			}
 		}
 	}
@@ -74,7 +88,7 @@ func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f
 	// (PostgreSQL does not let WHERE use an output column's alias).
 	col, last := "m.contact_id", "m.id"
 	if q == nil {
-		q = s.conversationsByContacts(accountID, f)
+		q = conversationsByContacts(db, accountID, f)
 		col, last = "x.cid", "x.last_id"
 	}
 	q = q.OrderExpr(last + " DESC").Limit(int64(page.Limit) + 1)
@@ -119,7 +133,7 @@ func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f
 	unread, unreadArgs := mk.unread("m.contact_id")
 	needsHuman, needsHumanArgs := mk.needsHuman("m.contact_id")
 	failed, failedArgs := mk.failed("m.contact_id")
-	err := s.db.NewSelect().Model(&rows).ModelTableExpr("messages AS m").ColumnExpr("m.*").
+	err := db.NewSelect().Model(&rows).ModelTableExpr("messages AS m").ColumnExpr("m.*").
 		ColumnExpr(unread+" AS unread", unreadArgs...).
 		ColumnExpr(needsHuman+" AS needs_human", needsHumanArgs...).
 		ColumnExpr(failed+" AS failed", failedArgs...).
@@ -133,7 +147,7 @@ func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f
 		contactIDs[i] = rows[i].ContactID
 	}
 	var contacts []Contact
-	if err := s.db.NewSelect().Model(&contacts).Where("id IN (?)", bun.In(contactIDs)).Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(&contacts).Where("id IN (?)", bun.In(contactIDs)).Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("conversations: %w", err)
 	}
 	byID := make(map[string]*Contact, len(contacts))
@@ -152,8 +166,8 @@ func (s *Store) Conversations(ctx context.Context, accountID, readerID string, f
 // account's messages newest first (messages_account_idx) and keeping those that are their contact's
 // latest (messages_contact_idx answers that per row): a page costs about as many rows as it shows, as
 // long as the filters keep most conversations (no filter, or unread).
-func (s *Store) conversationsByMessages(accountID string) *bun.SelectQuery {
-	return s.db.NewSelect().TableExpr("messages AS m").ColumnExpr("m.id AS last_id").
+func conversationsByMessages(db bun.IDB, accountID string) *bun.SelectQuery {
+	return db.NewSelect().TableExpr("messages AS m").ColumnExpr("m.id AS last_id").
 		Where("m.account_id = ?", accountID).
 		Where("m.id = (SELECT MAX(l.id) FROM messages AS l WHERE l.contact_id = m.contact_id)")
 }
@@ -161,8 +175,8 @@ func (s *Store) conversationsByMessages(accountID string) *bun.SelectQuery {
 // conversationsByContacts selects the latest message id (last_id) of each conversation among the
 // contacts a selective filter names (needs a human, failed, or a search), found through their own
 // small indexes; walking every message would read the whole history when few conversations match.
-func (s *Store) conversationsByContacts(accountID string, f ConversationFilter) *bun.SelectQuery {
-	c := s.db.NewSelect().TableExpr("contacts AS c").
+func conversationsByContacts(db bun.IDB, accountID string, f ConversationFilter) *bun.SelectQuery {
+	c := db.NewSelect().TableExpr("contacts AS c").
 		ColumnExpr("c.id AS cid").
 		ColumnExpr("(SELECT MAX(l.id) FROM messages AS l WHERE l.contact_id = c.id) AS last_id").
 		Where("c.account_id = ?", accountID)
@@ -185,7 +199,7 @@ func (s *Store) conversationsByContacts(accountID string, f ConversationFilter) 
 		}
 		c = c.Where("("+match+")", args...)
 	}
-	return s.db.NewSelect().TableExpr("(?) AS x", c).ColumnExpr("x.last_id").Where("x.last_id IS NOT NULL")
+	return db.NewSelect().TableExpr("(?) AS x", c).ColumnExpr("x.last_id").Where("x.last_id IS NOT NULL")
 }
 
 // conversationMarkerSet holds the SQL conditions of the list's markers for a contact id column, as

@@ -354,3 +354,13 @@ func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Me
 	}
 	return m, err
 }
+
+// copyOf returns a pointer to a copy of *p (nil for nil), for a row that must not share its
+// caller's variables: bun scans into the value a non-nil pointer field points at.
+func copyOf[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

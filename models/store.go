@@ -96,6 +96,17 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
+// readSnapshot runs fn's reads against one snapshot of the database: a read-only REPEATABLE READ
+// transaction on PostgreSQL; on SQLite a transaction on its one connection, which no write can enter
+// before it ends.
+func (s *Store) readSnapshot(ctx context.Context, fn func(ctx context.Context, db bun.IDB) error) error {
+	var opts *sql.TxOptions
+	if !s.IsSQLite() {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	return s.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
+}
+
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
