@@ -114,19 +114,25 @@ func (p *process) stop(t *testing.T) {
 // admin runs the admin binary and decodes its JSON output.
 func admin(t *testing.T, environ []string, args ...string) map[string]any {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "admin"), args...)
-	cmd.Env = environ
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := runAdmin(environ, args...)
 	if err != nil {
-		t.Fatalf("admin %v: %v\n%s", args, err, stderr.String())
+		t.Fatalf("admin %v: %v\n%s", args, err, stderr)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(out, &m); err != nil {
 		t.Fatalf("admin %v printed %q: %v", args, out, err)
 	}
 	return m
+}
+
+// runAdmin runs the admin binary with environ and returns its standard output and error.
+func runAdmin(environ []string, args ...string) (stdout []byte, stderr string, err error) {
+	cmd := exec.Command(filepath.Join(binDir, "admin"), args...)
+	cmd.Env = environ
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	stdout, err = cmd.Output()
+	return stdout, errOut.String(), err
 }
 
 // freePorts returns n distinct free loopback ports, all chosen while held open together: ports chosen

@@ -88,11 +88,7 @@ func TestSecretsRotationKeepsEveryChannelWorking(t *testing.T) {
 	// The old key retired.
 	d.start("SECRETS_KEY=" + b.b64)
 	d.exercise(acct, "B only")
-	for name, p := range map[string]*process{"api": d.api, "worker": d.worker} {
-		if strings.Contains(p.output(), "SECRETS_KEY_PREVIOUS; run admin secrets rotate") || strings.Contains(p.output(), "SECRETS_KEY is not set") {
-			t.Errorf("%s warns about secrets after the rotation finished:\n%s", name, p.output())
-		}
-	}
+	d.expectNoSecretsWarning("after the rotation finished", "SECRETS_KEY_PREVIOUS; run admin secrets rotate", "SECRETS_KEY is not set")
 	d.stop()
 	d.expectNothingElseSent()
 	t.Logf("key A %s -> B %s: 3 process generations, %d exchanges on each of 5 channels, every one answered; rotate 5, and 5 again; %s",
@@ -272,11 +268,7 @@ func TestMissingSecretsKeyWarns(t *testing.T) {
 
 		d.start("SECRETS_KEY=" + a.b64)
 		d.exercise(acct, "A after a restart")
-		for name, p := range map[string]*process{"api": d.api, "worker": d.worker} {
-			if strings.Contains(p.output(), "SECRETS_KEY is not set") || strings.Contains(p.output(), "run admin secrets rotate") {
-				t.Errorf("%s still warns once every secret is under SECRETS_KEY:\n%s", name, p.output())
-			}
-		}
+		d.expectNoSecretsWarning("once every secret is under SECRETS_KEY", "SECRETS_KEY is not set", "run admin secrets rotate")
 		d.stop()
 		d.expectNothingElseSent()
 	})
@@ -418,6 +410,19 @@ func (d *secretsDeployment) start(keys ...string) {
 }
 
 // stop stops the processes with SIGTERM; each must exit 0 (README, "Deployment").
+// expectNoSecretsWarning fails the test when the running api or worker logged any of warnings; when
+// says at what point none is expected.
+func (d *secretsDeployment) expectNoSecretsWarning(when string, warnings ...string) {
+	d.t.Helper()
+	for name, p := range map[string]*process{"api": d.api, "worker": d.worker} {
+		for _, w := range warnings {
+			if strings.Contains(p.output(), w) {
+				d.t.Errorf("%s warns about secrets %s (%q):\n%s", name, when, w, p.output())
+			}
+		}
+	}
+}
+
 func (d *secretsDeployment) stop() {
 	d.t.Helper()
 	for _, p := range []*process{d.api, d.worker} {
@@ -871,16 +876,12 @@ func exitsAtStart(t *testing.T, environ []string, bin string) (string, time.Dura
 // adminFails runs the admin binary, which must exit 1, and returns its standard error.
 func adminFails(t *testing.T, environ []string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "admin"), args...)
-	cmd.Env = environ
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := runAdmin(environ, args...)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("admin %v: %v, want exit status 1\nstdout %s\nstderr %s", args, err, out, stderr.String())
+		t.Fatalf("admin %v: %v, want exit status 1\nstdout %s\nstderr %s", args, err, out, stderr)
 	}
-	return stderr.String()
+	return stderr
 }
 
 // waitOutput waits up to 30 s for text in the process's output.
