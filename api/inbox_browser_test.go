@@ -51,6 +51,18 @@ func newBrowserAccount(t *testing.T) browserAccount {
 	return browserAccount{Account: acc, key: key}
 }
 
+// openConversation signs the account's owner in to the inbox in a new browser and opens the
+// conversation with the contact.
+func (a browserAccount) openConversation(t *testing.T, srv *server, contactID string) *inboxTab {
+	t.Helper()
+	b := openInbox(t, startChromium(t), srv)
+	b.signIn(a.Email, inboxPassword)
+	if status := b.open("/inbox/conversations/" + contactID); status != http.StatusOK {
+		b.fatalf("conversation page: %d", status)
+	}
+	return b
+}
+
 // useWebhook points the account's reply webhook at the sink and returns the signing secret.
 func (a browserAccount) useWebhook(t *testing.T, srv *server, hook *sink) string {
 	t.Helper()
@@ -448,11 +460,7 @@ func TestInboxBrowserReplyReachesTheWebhook(t *testing.T) {
 	acc.botOff(t, srv)
 	_, contactID := acc.say(t, srv, "reply-1", "gina-web", "Gina", "Marsh", "Is the green jacket back in stock?")
 
-	b := openInbox(t, startChromium(t), srv)
-	b.signIn(acc.Email, inboxPassword)
-	if status := b.open("/inbox/conversations/" + contactID); status != http.StatusOK {
-		b.fatalf("conversation page: %d", status)
-	}
+	b := acc.openConversation(t, srv, contactID)
 	const text = "Hi Gina, it is back since Monday: all sizes."
 	b.fill(`textarea[name=body]`, text)
 	if status := b.click(`#reply button[type=submit]`); status != http.StatusOK {
@@ -511,11 +519,7 @@ func TestInboxBrowserFailedDeliveryRetryNow(t *testing.T) {
 	acc.botOff(t, srv)
 	_, contactID := acc.say(t, srv, "retry-1", "leo-web", "Leo", "Park", "Where is my order?")
 
-	b := openInbox(t, startChromium(t), srv)
-	b.signIn(acc.Email, inboxPassword)
-	if status := b.open("/inbox/conversations/" + contactID); status != http.StatusOK {
-		b.fatalf("conversation page: %d", status)
-	}
+	b := acc.openConversation(t, srv, contactID)
 	b.fill(`textarea[name=body]`, "Hi Leo, it left our warehouse this morning.")
 	if status := b.click(`#reply button[type=submit]`); status != http.StatusOK {
 		b.fatalf("sending the reply landed on a %d page", status)
@@ -734,11 +738,7 @@ func TestInboxBrowserFormWithoutCSRFToken(t *testing.T) {
 		return len(do(t, "GET", srv.URL+"/v1/contacts/"+contactID+"/messages", acc.key, nil).JSON(t)["data"].([]any))
 	}
 
-	b := openInbox(t, startChromium(t), srv)
-	b.signIn(acc.Email, inboxPassword)
-	if status := b.open("/inbox/conversations/" + contactID); status != http.StatusOK {
-		b.fatalf("conversation page: %d", status)
-	}
+	b := acc.openConversation(t, srv, contactID)
 	token := evalJS[string](b, `document.querySelector('#reply input[name=csrf_token]').value`)
 	evalJS[bool](b, `document.querySelector('#reply input[name=csrf_token]').remove(), true`)
 	b.fill(`textarea[name=body]`, "Sent without a token")
