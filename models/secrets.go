@@ -218,12 +218,11 @@ func (s *Store) CheckSecrets(ctx context.Context) (SecretsStatus, error) {
 	status := SecretsStatus{Plain: plain}
 	var unknown []string
 	for _, id := range ids {
-		switch {
-		case s.secrets.Enabled() && s.secrets.current.id == id:
-		case s.secrets != nil && s.secrets.previous != nil && s.secrets.previous.id == id:
-			status.Previous = true
-		default:
+		switch k := s.secrets.key(id); {
+		case k == nil:
 			unknown = append(unknown, id)
+		case k == s.secrets.previous:
+			status.Previous = true
 		}
 	}
 	switch {
