@@ -51,12 +51,19 @@ func newBrowserAccount(t *testing.T) browserAccount {
 	return browserAccount{Account: acc, key: key}
 }
 
+// signedIn opens the inbox in a new browser with the account's owner signed in.
+func (a browserAccount) signedIn(t *testing.T, srv *server) *inboxTab {
+	t.Helper()
+	b := openInbox(t, startChromium(t), srv)
+	b.signIn(a.Email, inboxPassword)
+	return b
+}
+
 // openConversation signs the account's owner in to the inbox in a new browser and opens the
 // conversation with the contact.
 func (a browserAccount) openConversation(t *testing.T, srv *server, contactID string) *inboxTab {
 	t.Helper()
-	b := openInbox(t, startChromium(t), srv)
-	b.signIn(a.Email, inboxPassword)
+	b := a.signedIn(t, srv)
 	if status := b.open("/inbox/conversations/" + contactID); status != http.StatusOK {
 		b.fatalf("conversation page: %d", status)
 	}
@@ -406,8 +413,7 @@ func TestInboxBrowserLiveUpdates(t *testing.T) {
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
-	b := openInbox(t, startChromium(t), srv)
-	b.signIn(acc.Email, inboxPassword)
+	b := acc.signedIn(t, srv)
 
 	t.Run("the empty list says how conversations arrive", func(t *testing.T) {
 		if text := b.text(); !strings.Contains(text, "No conversations yet.") {
@@ -577,8 +583,7 @@ func TestInboxBrowserAlertResolves(t *testing.T) {
 	acc := newBrowserAccount(t)
 	messageID, contactID := acc.say(t, srv, "alert-1", "tom-web", "Tom", "Becker", "The boots are the wrong size, can I talk to someone?")
 
-	b := openInbox(t, startChromium(t), srv)
-	b.signIn(acc.Email, inboxPassword)
+	b := acc.signedIn(t, srv)
 	if status := b.open("/inbox/alerts"); status != http.StatusOK {
 		b.fatalf("alerts page: %d", status)
 	}
@@ -688,8 +693,7 @@ func TestInboxBrowserMessageBodiesStayText(t *testing.T) {
 	const script = `<script>window.__xss=2</script>`
 	_, contactID := acc.say(t, srv, "xss-1", "mallory", "Mallory", "", img)
 
-	b := openInbox(t, startChromium(t), srv)
-	b.signIn(acc.Email, inboxPassword)
+	b := acc.signedIn(t, srv)
 	noMarkup := func(where string) {
 		t.Helper()
 		if got := evalJS[string](b, `String(window.__xss)`); got != "undefined" {
@@ -782,8 +786,7 @@ func TestInboxBrowserSignOutEndsSession(t *testing.T) {
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
-	b := openInbox(t, startChromium(t), srv)
-	b.signIn(acc.Email, inboxPassword)
+	b := acc.signedIn(t, srv)
 	token := b.cookie(browserSessionCookie)
 	if token == "" {
 		t.Fatalf("no %s cookie after signing in", browserSessionCookie)
@@ -877,8 +880,7 @@ func TestInboxBrowserOtherAccountIsNotFound(t *testing.T) {
 	otherMessage, otherContact := other.say(t, srv, "b-1", "bea-web", "Bea", "Secret", secret)
 	_, ownContact := a.say(t, srv, "a-1", "abe-web", "Abe", "Own", "hello from A's contact")
 
-	b := openInbox(t, startChromium(t), srv)
-	b.signIn(a.Email, inboxPassword)
+	b := a.signedIn(t, srv)
 	leaks := func(where string) {
 		t.Helper()
 		html := evalJS[string](b, `document.documentElement.outerHTML`)

@@ -29,14 +29,7 @@ func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 	if !env.Postgres() {
 		t.Skip("in standalone mode Redis is in-process and cannot be stopped alone; the PostgreSQL pass runs this test")
 	}
-	redisBin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
-
+	redisBin := redisServerBin(t)
 	redisPort := freePort(t)
 	redisDir := t.TempDir()
 	rds := startRedis(t, redisBin, redisDir, redisPort)
@@ -204,6 +197,20 @@ func outageUnderLoad(t *testing.T, email string, backends []string, f fault) (lo
 		return readyzStatus(base) == http.StatusOK
 	})
 	return r, last
+}
+
+// redisServerBin is the path of redis-server, for tests that run their own. CI must have it (.ci/run
+// installs it), so there a missing one fails the test instead of skipping it.
+func redisServerBin(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server is required in CI: %v", err)
+		}
+		t.Skipf("redis-server not installed: %v", err)
+	}
+	return bin
 }
 
 // startRedis runs a redis-server without persistence on port, in dir, and waits until it answers PING.

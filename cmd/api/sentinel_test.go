@@ -283,21 +283,13 @@ func TestSentinelFailoverLosingUnreplicatedWritesLosesNoMessage(t *testing.T) {
 
 // sentinelRedisServer returns the redis-server binary that runs the topology (Sentinel is the same
 // binary with --sentinel). The tests run in the PostgreSQL pass only, like the other outage tests:
-// Sentinel is a production-mode setting (config.Load refuses it without DATABASE_URL). CI must have
-// redis-server (.ci/run installs it), so there a missing one fails the test instead of skipping it.
+// Sentinel is a production-mode setting (config.Load refuses it without DATABASE_URL).
 func sentinelRedisServer(t *testing.T) string {
 	t.Helper()
 	if !env.Postgres() {
 		t.Skip("Redis Sentinel is for production mode (PostgreSQL and Redis); the PostgreSQL pass runs this test")
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
-	return bin
+	return redisServerBin(t)
 }
 
 // sentinelTopology is a Redis master, its replica and three sentinels, each a redis-server process on
