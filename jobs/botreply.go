@@ -41,6 +41,20 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if contact.BotPaused {
 		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
 	}
+	// The reply goes back where the message came from, if the outgoing door lets it; asked before the
+	// model is, so that a reply that may not go costs nothing. (Answering the contact's own message,
+	// it needs no query: the message itself is the latest the contact wrote on its channel.)
+	d, err := h.Store.Decide(ctx, models.Outgoing{
+		Purpose: models.PurposeBotReply, AccountID: in.AccountID, ContactID: in.ContactID, RepliesTo: in,
+		Route: models.Route{Channel: in.Channel, Transport: in.Transport, ToID: in.FromID},
+	})
+	if err != nil {
+		return err
+	}
+	if !d.Allowed() {
+		h.Log.InfoContext(ctx, "bot reply not sent", "message_id", in.ID, "account_id", in.AccountID, "reason", d.Reason)
+		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
+	}
 	if !h.Store.CanPayBotReply(ctx, payer, h.botReplyCost()) {
 		return h.outOfCredits(ctx, in)
 	}

@@ -122,22 +122,22 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 			return h.Store.SetSendStatus(ctx, send.ID, models.SendSkipped, "the lead wrote first")
 		}
 	}
-	to, err := h.Store.ContactAddress(ctx, contact, campaign.Transport())
+	route, d, err := h.campaignDecision(ctx, campaign, contact)
 	if err != nil {
 		return err
 	}
-	if reason, err := h.unreachable(ctx, campaign, contact, to); err != nil || reason != "" {
-		if err != nil {
-			return err
-		}
+	switch d.Verdict {
+	case models.DoNotSend:
 		campaignSendFailures.Inc()
-		return h.Store.SetSendStatus(ctx, send.ID, models.SendFailed, reason)
+		return h.Store.SetSendStatus(ctx, send.ID, models.SendFailed, d.Reason)
+	case models.SendLater:
+		return &rateLimited{retryAfter: time.Until(d.NotBefore)}
 	}
 	if err := h.pace(ctx, campaign, send.ID); err != nil {
 		return err
 	}
 	m, err := h.Store.WriteOpening(ctx, send, models.OutgoingMessage{
-		Campaign: campaign, Contact: contact, Body: models.Personalize(campaign.OpeningMessage, contact), ToID: to,
+		Campaign: campaign, Contact: contact, Body: models.Personalize(campaign.OpeningMessage, contact), ToID: route.ToID,
 	})
 	if err != nil || m == nil {
 		return err
@@ -153,19 +153,20 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-// unreachable says why a campaign's message cannot go to the contact at the address to ("" when it
-// can): it has no address on the campaign's channel, or, on Messenger and Instagram, has not written
-// within Meta's 24-hour window, outside which a business may not open a conversation. Such a send is
-// recorded as failed with the reason rather than dropped, and no provider is called.
-func (h *Handler) unreachable(ctx context.Context, c *models.Campaign, contact *models.Contact, to string) (string, error) {
-	if models.IsMetaChannel(c.Channel) {
-		_, reason, err := h.Store.MetaWindow(ctx, contact.ID, c.Channel, to, false, time.Now())
-		return reason, err
+// campaignDecision asks the outgoing door about a campaign's message to the contact: where it goes
+// (the campaign's channel, at the contact's address there) and whether it may go now. A contact it
+// refuses (no address on the channel; on Messenger and Instagram, not within Meta's 24-hour window;
+// on WhatsApp, outside it with no approved template) gets a failed send with the reason rather than
+// being dropped, and no provider is called.
+func (h *Handler) campaignDecision(ctx context.Context, c *models.Campaign, contact *models.Contact) (models.Route, models.Decision, error) {
+	route, err := h.Store.CampaignRoute(ctx, c, contact)
+	if err != nil {
+		return route, models.Decision{}, err
 	}
-	if to == "" {
-		return models.ReasonNoChannelIdentity + ": the contact has no address on " + c.Channel, nil
-	}
-	return "", nil
+	d, err := h.Store.Decide(ctx, models.Outgoing{
+		Purpose: models.PurposeCampaign, AccountID: c.AccountID, ContactID: contact.ID, Route: route, Campaign: c,
+	})
+	return route, d, err
 }
 
 // sleepBeforeSlot is how close to its slot a send waits in the handler rather than being rescheduled:
@@ -231,6 +232,17 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	route, d, err := h.campaignDecision(ctx, campaign, contact)
+	if err != nil {
+		return err
+	}
+	switch d.Verdict {
+	case models.DoNotSend:
+		h.Log.InfoContext(ctx, "follow-up not sent", "send_id", send.ID, "step", p.Step, "reason", d.Reason)
+		return h.Store.StopFollowUps(ctx, send.ID)
+	case models.SendLater:
+		return &rateLimited{retryAfter: time.Until(d.NotBefore)}
+	}
 	// Follow-ups share the channel's pace with openings, so that the follow-ups a pause held do not
 	// all go at once when the campaign is live again.
 	if err := h.pace(ctx, campaign, fmt.Sprintf("%s:followup:%d", send.ID, p.Step)); err != nil {
@@ -248,11 +260,7 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 	if resp.Handoff || resp.Text == "" {
 		return h.Store.StopFollowUps(ctx, send.ID)
 	}
-	to, err := h.Store.ContactAddress(ctx, contact, campaign.Transport())
-	if err != nil {
-		return err
-	}
-	m, err := h.Store.WriteFollowUp(ctx, send, p.Step, models.OutgoingMessage{Campaign: campaign, Contact: contact, Body: resp.Text, ToID: to})
+	m, err := h.Store.WriteFollowUp(ctx, send, p.Step, models.OutgoingMessage{Campaign: campaign, Contact: contact, Body: resp.Text, ToID: route.ToID})
 	if err != nil || m == nil {
 		return err
 	}

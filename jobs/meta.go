@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
-	"time"
 
 	"funnelchat/models"
 )
@@ -128,17 +127,17 @@ type metaTransport struct {
 }
 
 func (t metaTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
-	humanAgent, reason, err := t.store.MetaWindow(ctx, m.ContactID, t.channel, m.ToID, m.Author == models.AuthorHuman, time.Now())
+	d, err := t.store.DecideDelivery(ctx, m, nil)
 	if err != nil {
 		return DeliveryResult{Error: "load conversation: " + err.Error(), Retryable: true}
 	}
-	if reason != "" {
-		return DeliveryResult{Error: reason}
+	if !d.Allowed() {
+		return DeliveryResult{Error: d.Reason}
 	}
 	creds, err := t.store.MetaSettings(ctx, acc.ID, t.channel)
 	if err != nil {
 		return credentialsFailure(err, t.channel)
 	}
 	recipient := models.MetaRecipientID(t.channel, m.ToID)
-	return t.client.SendMeta(ctx, t.channel, MetaCredentials{ID: creds.ID, AccessToken: creds.AccessToken}, recipient, m.Body, humanAgent)
+	return t.client.SendMeta(ctx, t.channel, MetaCredentials{ID: creds.ID, AccessToken: creds.AccessToken}, recipient, m.Body, d.HumanAgent)
 }

@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"funnelchat/models"
 )
@@ -64,50 +63,47 @@ func (t smsTransport) Deliver(ctx context.Context, m *models.Message, acc *model
 	return t.client.SendSMS(ctx, SMSCredentials{AccountSID: creds.AccountSID, AuthToken: creds.AuthToken, From: creds.From}, m.ToID, m.Body)
 }
 
-// whatsAppWindow is how long after a contact's last message a business may write free text; outside
-// it WhatsApp accepts only approved templates.
-const whatsAppWindow = models.StandardWindow
-
 // whatsAppTransport sends through the WhatsApp Cloud API: text inside the 24-hour window, the
-// campaign's approved template (with the first name as its parameter) outside it.
+// campaign's approved template (with the first name as its parameter) outside it, as the outgoing
+// door decides; a message the door refuses fails with its reason and no call is made.
 type whatsAppTransport struct {
 	store  *models.Store
 	client *ProviderClient
 }
 
 func (t whatsAppTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
+	var campaign *models.Campaign
+	if m.CampaignID != nil && m.Author == models.AuthorCampaign {
+		c, err := t.store.Campaign(ctx, *m.CampaignID)
+		if err != nil && models.ErrorCode(err) != models.CodeNotFound {
+			return DeliveryResult{Error: "load campaign: " + err.Error(), Retryable: true}
+		}
+		campaign = c
+	}
+	d, err := t.store.DecideDelivery(ctx, m, campaign)
+	if err != nil {
+		return DeliveryResult{Error: "load conversation: " + err.Error(), Retryable: true}
+	}
+	if !d.Allowed() {
+		return DeliveryResult{Error: d.Reason}
+	}
 	creds, err := t.store.WhatsAppSettings(ctx, acc.ID)
 	if err != nil {
 		return credentialsFailure(err, models.ChannelWhatsApp)
 	}
-	template, err := t.templateFor(ctx, m)
-	if err != nil {
-		return DeliveryResult{Error: "load campaign: " + err.Error(), Retryable: true}
+	var template *WhatsAppTemplate
+	if d.Template {
+		contact, err := t.store.ContactByID(ctx, m.AccountID, m.ContactID)
+		if err != nil {
+			return DeliveryResult{Error: "load contact: " + err.Error(), Retryable: true}
+		}
+		first := contact.FirstName
+		if first == "" {
+			first = "there"
+		}
+		template = &WhatsAppTemplate{Name: *campaign.WhatsAppTemplate, Language: campaign.Language, Parameters: []string{first}}
 	}
 	return t.client.SendWhatsApp(ctx, WhatsAppCredentials{PhoneNumberID: creds.PhoneNumberID, AccessToken: creds.AccessToken}, m.ToID, m.Body, template)
-}
-
-func (t whatsAppTransport) templateFor(ctx context.Context, m *models.Message) (*WhatsAppTemplate, error) {
-	if m.CampaignID == nil {
-		return nil, nil
-	}
-	inWindow, err := t.store.ContactWroteSince(ctx, m.ContactID, time.Now().Add(-whatsAppWindow))
-	if err != nil || inWindow {
-		return nil, err
-	}
-	c, err := t.store.Campaign(ctx, *m.CampaignID)
-	if err != nil || c.WhatsAppTemplate == nil {
-		return nil, err
-	}
-	contact, err := t.store.ContactByID(ctx, m.AccountID, m.ContactID)
-	if err != nil {
-		return nil, err
-	}
-	first := contact.FirstName
-	if first == "" {
-		first = "there"
-	}
-	return &WhatsAppTemplate{Name: *c.WhatsAppTemplate, Language: c.Language, Parameters: []string{first}}, nil
 }
 
 // credentialsFailure is the outcome of a send whose channel credentials could not be loaded: final

@@ -277,8 +277,9 @@ type ConversationView struct {
 	Older string
 	// Alerts are the contact's open alerts, newest first.
 	Alerts []Alert
-	// Channel is the channel of the latest message, on which a reply goes.
-	Channel string
+	// Reply is what a team member's reply would do now: where it goes and whether it may (the
+	// outgoing door's answer, which HumanReply follows).
+	Reply ReplyPlan
 }
 
 // ConversationFor returns the account's conversation with the contact: up to n messages before the
@@ -314,8 +315,8 @@ func (s *Store) ConversationFor(ctx context.Context, accountID, contactID, befor
 		}
 		v.Messages = append(v.Messages, m)
 	}
-	if len(msgs) > 0 {
-		v.Channel = msgs[0].Channel
+	if v.Reply, err = s.PlanTeamReply(ctx, contact, ""); err != nil {
+		return nil, fmt.Errorf("conversation: %w", err)
 	}
 	if v.Alerts, _, err = s.Alerts(ctx, accountID, AlertFilter{ContactID: contact.ID}, Page{Limit: MaxPageLimit}); err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/uptrace/bun"
 )
 
 // Messenger and Instagram reach contacts through Meta's Messenger Platform: one page (or Instagram
@@ -134,8 +136,15 @@ func (s *Store) MetaSettings(ctx context.Context, accountID, channel string) (*M
 
 // LastIncomingOn returns when the contact last wrote on channel; zero when it never has.
 func (s *Store) LastIncomingOn(ctx context.Context, contactID, channel string) (time.Time, error) {
+	return lastIncomingOn(ctx, s.db, contactID, channel)
+}
+
+func lastIncomingOn(ctx context.Context, db bun.IDB, contactID, channel string) (time.Time, error) {
+	if contactID == "" {
+		return time.Time{}, nil
+	}
 	var at []time.Time
-	err := s.db.NewSelect().Model((*Message)(nil)).Column("created_at").
+	err := db.NewSelect().Model((*Message)(nil)).Column("created_at").
 		Where("contact_id = ? AND direction = ? AND channel = ?", contactID, DirectionIncoming, channel).
 		Order("created_at DESC").Limit(1).Scan(ctx, &at)
 	if err != nil {
@@ -145,31 +154,4 @@ func (s *Store) LastIncomingOn(ctx context.Context, contactID, channel string) (
 		return time.Time{}, nil
 	}
 	return at[0], nil
-}
-
-// MetaWindow applies Meta's messaging windows to a message for the contact on a Meta channel now:
-// reason is "" when it may go, with humanAgent when it must carry the HUMAN_AGENT tag (a reply typed by
-// a team member, byTeamMember, from 24 hours to 7 days after the contact's last message on the
-// channel); otherwise reason is "NO_CHANNEL_IDENTITY: ..." (senderID, the contact's address on the
-// channel, is not one of the channel's) or "OUTSIDE_MESSAGING_WINDOW: ...", and no provider may be
-// called.
-func (s *Store) MetaWindow(ctx context.Context, contactID, channel, senderID string, byTeamMember bool, at time.Time) (humanAgent bool, reason string, err error) {
-	if MetaRecipientID(channel, senderID) == "" {
-		return false, ReasonNoChannelIdentity + ": the contact has never written on " + channel, nil
-	}
-	last, err := s.LastIncomingOn(ctx, contactID, channel)
-	if err != nil {
-		return false, "", err
-	}
-	switch age := at.Sub(last); {
-	case last.IsZero():
-		return false, ReasonOutsideWindow + ": the contact has never written on " + channel, nil
-	case age <= StandardWindow:
-		return false, "", nil
-	case age <= HumanAgentWindow && byTeamMember:
-		return true, "", nil
-	case age <= HumanAgentWindow:
-		return false, ReasonOutsideWindow + ": the contact last wrote on " + channel + " more than 24 hours ago; only a team member's reply may go out, for 7 days", nil
-	}
-	return false, ReasonOutsideWindow + ": the contact last wrote on " + channel + " more than 7 days ago", nil
 }

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,8 +43,9 @@ func (in *CustomSendInput) Validate() error {
 }
 
 // SendCustom stores an outgoing message to the contact of fromId (created, or updated with the names
-// and email given) as pending, for the worker to deliver through the account's webhook. in must have
-// passed Validate.
+// and email given) as pending, for the worker to deliver through the account's webhook, when the
+// outgoing door allows it (CONFLICT with the door's reason, and nothing stored, when it does not). in
+// must have passed Validate.
 func (s *Store) SendCustom(ctx context.Context, accountID string, in CustomSendInput) (*Message, *Contact, error) {
 	var contact *Contact
 	m := &Message{
@@ -61,6 +61,14 @@ func (s *Store) SendCustom(ctx context.Context, accountID string, in CustomSendI
 		contact, err = contactForExternalID(ctx, tx, accountID, in.FromID, ContactInput{FirstName: in.FirstName, LastName: in.LastName, Email: in.Email})
 		if err != nil {
 			return err
+		}
+		d, err := s.decide(ctx, tx, Outgoing{Purpose: PurposeAPISend, AccountID: accountID, ContactID: contact.ID,
+			Route: Route{Channel: m.Channel, Transport: m.Transport, ToID: m.ToID}})
+		if err != nil {
+			return err
+		}
+		if !d.Allowed() {
+			return Errorf(CodeConflict, "%s", d.Reason)
 		}
 		if err := updateContactFields(ctx, tx, contact, in.FirstName, in.LastName, in.Email); err != nil {
 			return err
@@ -105,9 +113,11 @@ func updateContactFields(ctx context.Context, tx bun.Tx, c *Contact, first, last
 	return err
 }
 
-// HumanReply stores a reply typed by a team member as a pending outgoing message and pauses the bot for
-// the contact. Without channel it goes out on the channel of the contact's latest incoming message.
-// Errors: NOT_FOUND, VALIDATION_ERROR (empty body, or no channel to reply on).
+// HumanReply stores a reply typed by a team member and pauses the bot for the contact. It goes where
+// and as the outgoing door says (PlanTeamReply): without channel, on the channel of the contact's
+// latest incoming message. A reply the door refuses (outside a messaging window) is stored as failed
+// with the reason and never reaches a provider; otherwise it is stored pending, for the worker to
+// deliver. Errors: NOT_FOUND, VALIDATION_ERROR (empty body, or nowhere to reply).
 func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, channel string) (*Message, error) {
 	channel = strings.TrimSpace(channel)
 	if strings.TrimSpace(body) == "" {
@@ -123,41 +133,22 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, chan
 	if err != nil {
 		return nil, err
 	}
-	// The reply goes to the sender id the contact last wrote from, on its channel unless one is given.
-	last := new(Message)
-	q := s.db.NewSelect().Model(last).Where("contact_id = ? AND direction = ?", contact.ID, DirectionIncoming).Order("id DESC").Limit(1)
-	if channel != "" {
-		q = q.Where("channel = ?", channel)
-	}
-	toID, transport := "", TransportCustom
-	if err := q.Scan(ctx); err == nil {
-		toID, channel, transport = last.FromID, last.Channel, last.Transport
-	} else if !errors.Is(err, sql.ErrNoRows) {
+	plan, err := s.PlanTeamReply(ctx, contact, channel)
+	if err != nil {
 		return nil, fmt.Errorf("human reply: %w", err)
 	}
-	if toID == "" && IsMetaChannel(channel) {
-		return nil, Errorf(CodeValidation, "the contact has never written on %s, so it cannot be reached there", channel)
+	if plan.Problem != "" {
+		return nil, Errorf(CodeValidation, "%s", plan.Problem)
 	}
-	if toID == "" {
-		var ids []string
-		err := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").Where("contact_id = ?", contact.ID).
-			Where("external_id NOT LIKE ? AND external_id NOT LIKE ?", ChannelMessenger+":%", ChannelInstagram+":%").
-			Order("created_at").Limit(1).Scan(ctx, &ids)
-		if err != nil {
-			return nil, fmt.Errorf("human reply: %w", err)
-		}
-		if len(ids) == 0 {
-			return nil, Errorf(CodeValidation, "the contact has no custom-channel id to reply to: it has not written on a custom channel")
-		}
-		toID = ids[0]
-	}
-	if channel == "" {
-		return nil, Errorf(CodeValidation, "channel is required: the contact has no incoming message to reply to")
-	}
+	r := plan.Route
 	m := &Message{
 		ID: newID(prefixMessage), AccountID: accountID, ContactID: contact.ID, CampaignID: contact.ConversationCampaignID,
-		Direction: DirectionOutgoing, Channel: channel, Transport: transport, MessageType: MessageTypeText, Body: body, ToID: toID,
+		Direction: DirectionOutgoing, Channel: r.Channel, Transport: r.Transport, MessageType: MessageTypeText, Body: body, ToID: r.ToID,
 		Author: AuthorHuman, Status: StatusPending, CreatedAt: now(),
+	}
+	if !plan.Decision.Allowed() {
+		reason := plan.Decision.Reason
+		m.Status, m.Error = StatusFailed, &reason
 	}
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {

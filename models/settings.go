@@ -12,9 +12,21 @@ type WebhookSettings struct {
 }
 
 // WebhookSettings returns the account's reply webhook. newSecret becomes the signing secret when the
-// account has none yet, so the secret exists (and is stable) before the first URL is saved.
+// account has none yet, so the secret exists (and is stable) before the first URL is saved; an
+// account that has one is only read.
 func (s *Store) WebhookSettings(ctx context.Context, accountID, newSecret string) (*WebhookSettings, error) {
-	return s.updateWebhook(ctx, accountID, nil, newSecret)
+	acc, err := s.AccountByID(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	if acc.WebhookSecret == nil {
+		return s.updateWebhook(ctx, accountID, nil, newSecret)
+	}
+	secret, err := s.OpenWebhookSecret(acc)
+	if err != nil {
+		return nil, err
+	}
+	return &WebhookSettings{URL: acc.WebhookURL, SigningSecret: *secret}, nil
 }
 
 // SetWebhookURL saves the account's reply webhook URL (validated by the caller) and returns the

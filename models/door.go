@@ -1,0 +1,283 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// The outgoing door: every message the service sends to a contact (a campaign's opening or follow-up,
+// a bot reply, a team member's reply, a send_custom_channel_message) is decided by Decide, once when
+// it is written and again when a transport delivers it, so that a rule about who may be written to,
+// when and on which channel is kept in one place (README, "Outgoing messages").
+
+// Purposes of an outgoing message: what it is decides which rules apply to it.
+const (
+	// PurposeCampaign is a campaign's opening or follow-up: business-initiated.
+	PurposeCampaign = "campaign"
+	// PurposeBotReply is the bot's answer to a message the contact just sent.
+	PurposeBotReply = "bot_reply"
+	// PurposeTeamReply is a reply typed by a team member, in the inbox or through the API.
+	PurposeTeamReply = "team_reply"
+	// PurposeAPISend is a message an integration sends with POST /v1/send_custom_channel_message.
+	PurposeAPISend = "api_send"
+)
+
+// Verdict is the door's answer: send now, send later, or do not send.
+type Verdict int
+
+// The door's verdicts.
+const (
+	SendNow Verdict = iota
+	// SendLater: the message may go at Decision.NotBefore, not before.
+	SendLater
+	// DoNotSend: the message must not go; Decision.Reason says why.
+	DoNotSend
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case SendNow:
+		return "send now"
+	case SendLater:
+		return "send later"
+	}
+	return "do not send"
+}
+
+// Route is where a message goes: the channel recorded on it, the transport that carries it, and the
+// contact's address on that transport.
+type Route struct {
+	Channel   string
+	Transport string
+	ToID      string
+}
+
+// Outgoing is a message the service wants to send, as the door sees it.
+type Outgoing struct {
+	Purpose   string
+	AccountID string
+	ContactID string
+	Route
+	// Campaign is the campaign a PurposeCampaign message belongs to (its WhatsApp template).
+	Campaign *Campaign
+	// RepliesTo is the incoming message a bot reply answers: the contact wrote then, on its channel.
+	RepliesTo *Message
+	// At is when the message would go; the zero time means now.
+	At time.Time
+}
+
+// Decision is the door's answer for one outgoing message.
+type Decision struct {
+	Verdict Verdict
+	// NotBefore is when a SendLater message may go.
+	NotBefore time.Time
+	// Reason is why a message may not go, as "CODE: explanation" (ReasonNoChannelIdentity,
+	// ReasonOutsideWindow): stored as a failed message's error or a campaign send's detail.
+	Reason string
+	// HumanAgent: on Messenger and Instagram the message must carry the HUMAN_AGENT tag (a team
+	// member's reply from 24 hours to 7 days after the contact last wrote there).
+	HumanAgent bool
+	// Template: on WhatsApp, outside the 24-hour window, the campaign's approved template goes instead
+	// of the text.
+	Template bool
+}
+
+// Allowed reports whether the message may go now.
+func (d Decision) Allowed() bool { return d.Verdict == SendNow }
+
+func refuse(reason string) (Decision, error) { return Decision{Verdict: DoNotSend, Reason: reason}, nil }
+
+// Decide applies every rule an outgoing message must obey and answers send now, send later (with
+// NotBefore) or do not send (with the reason). It reads what it needs from the store (when the
+// contact last wrote on the channel); it changes nothing.
+//
+// The messaging windows, one rule per channel:
+//   - WhatsApp: free text within 24 hours of the contact's last message on WhatsApp; after that only a
+//     campaign's approved template (business-initiated messages whose campaign has one).
+//   - Messenger and Instagram: anything within 24 hours of the contact's last message on that channel;
+//     a team member's reply, tagged HUMAN_AGENT, up to 7 days; nothing after.
+//   - SMS and custom channels: no window.
+func (s *Store) Decide(ctx context.Context, out Outgoing) (Decision, error) {
+	return s.decide(ctx, s.db, out)
+}
+
+// decide is Decide reading through db, so that a caller inside a transaction (on SQLite, the only
+// connection) can ask the door before it writes.
+func (s *Store) decide(ctx context.Context, db bun.IDB, out Outgoing) (Decision, error) {
+	at := out.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	switch out.Transport {
+	case ChannelWhatsApp, ChannelMessenger, ChannelInstagram:
+		// The windows are the provider's: a custom channel an integration happens to label
+		// "whatsapp" goes through its own webhook, and the integration keeps its provider's rules.
+		return windowRule(ctx, db, out, at)
+	}
+	if out.ToID == "" {
+		return refuse(ReasonNoChannelIdentity + ": the contact has no address on " + out.Channel)
+	}
+	return Decision{Verdict: SendNow}, nil
+}
+
+// windowRule is Decide for the channels with a messaging window (WhatsApp and Meta's two).
+func windowRule(ctx context.Context, db bun.IDB, out Outgoing, at time.Time) (Decision, error) {
+	ch := out.Channel
+	if out.ToID == "" && !IsMetaChannel(ch) {
+		return refuse(ReasonNoChannelIdentity + ": the contact has no address on " + ch)
+	}
+	if IsMetaChannel(ch) && MetaRecipientID(ch, out.ToID) == "" {
+		return refuse(ReasonNoChannelIdentity + ": the contact has never written on " + ch)
+	}
+	last, err := lastWrote(ctx, db, out, ch)
+	if err != nil {
+		return Decision{}, err
+	}
+	age := at.Sub(last)
+	if !last.IsZero() && age <= StandardWindow {
+		return Decision{Verdict: SendNow}, nil
+	}
+	since := "has never written on " + ch
+	if !last.IsZero() {
+		since = "last wrote on " + ch + " more than 24 hours ago"
+	}
+	if ch == ChannelWhatsApp {
+		if out.Purpose == PurposeCampaign && out.Campaign != nil && out.Campaign.WhatsAppTemplate != nil {
+			return Decision{Verdict: SendNow, Template: true}, nil
+		}
+		if out.Purpose == PurposeCampaign {
+			return refuse(ReasonOutsideWindow + ": the contact " + since + ", and the campaign has no whatsappTemplate to open the conversation with")
+		}
+		return refuse(ReasonOutsideWindow + ": the contact " + since + "; WhatsApp then accepts only a campaign's approved template")
+	}
+	if last.IsZero() {
+		return refuse(ReasonOutsideWindow + ": the contact " + since)
+	}
+	if age <= HumanAgentWindow {
+		if out.Purpose == PurposeTeamReply {
+			return Decision{Verdict: SendNow, HumanAgent: true}, nil
+		}
+		return refuse(ReasonOutsideWindow + ": the contact " + since + "; only a team member's reply may go out, for 7 days")
+	}
+	return refuse(ReasonOutsideWindow + ": the contact last wrote on " + ch + " more than 7 days ago")
+}
+
+// lastWrote is when the contact last wrote on channel: the message a reply answers when it was on
+// that channel (no query), else the latest incoming message there.
+func lastWrote(ctx context.Context, db bun.IDB, out Outgoing, channel string) (time.Time, error) {
+	if r := out.RepliesTo; r != nil && r.Channel == channel && r.Direction == DirectionIncoming {
+		return r.CreatedAt, nil
+	}
+	return lastIncomingOn(ctx, db, out.ContactID, channel)
+}
+
+// PurposeOf is the purpose of a stored outgoing message, from its author.
+func PurposeOf(m *Message) string {
+	switch m.Author {
+	case AuthorCampaign:
+		return PurposeCampaign
+	case AuthorBot:
+		return PurposeBotReply
+	case AuthorHuman:
+		return PurposeTeamReply
+	}
+	return PurposeAPISend
+}
+
+// DecideDelivery is Decide for a stored message about to be delivered: time has passed since it was
+// written (a retry, a redelivery), so its window is checked again. campaign is the message's campaign,
+// when it has one and the caller loaded it (nil otherwise: no template).
+func (s *Store) DecideDelivery(ctx context.Context, m *Message, campaign *Campaign) (Decision, error) {
+	return s.Decide(ctx, Outgoing{
+		Purpose: PurposeOf(m), AccountID: m.AccountID, ContactID: m.ContactID, Campaign: campaign,
+		Route: Route{Channel: m.Channel, Transport: m.Transport, ToID: m.ToID},
+	})
+}
+
+// CampaignRoute is where a campaign's messages to the contact go: the campaign's channel, at the
+// contact's address there ("" when it has none).
+func (s *Store) CampaignRoute(ctx context.Context, c *Campaign, contact *Contact) (Route, error) {
+	to, err := s.ContactAddress(ctx, contact, c.Transport())
+	if err != nil {
+		return Route{}, fmt.Errorf("campaign route: %w", err)
+	}
+	return Route{Channel: c.ChannelLabel(), Transport: c.Transport(), ToID: to}, nil
+}
+
+// ReplyRoute is where a team member's reply to the contact goes: to the sender id the contact last
+// wrote from, on that message's channel (on channel, when one is given). A contact that has not
+// written on a custom channel is answered at its custom-channel id (the first it was known by).
+// Errors: VALIDATION_ERROR when there is nowhere to reply.
+func (s *Store) ReplyRoute(ctx context.Context, contact *Contact, channel string) (Route, error) {
+	last := new(Message)
+	q := s.db.NewSelect().Model(last).Column("from_id", "channel", "transport").
+		Where("contact_id = ? AND direction = ?", contact.ID, DirectionIncoming).Order("id DESC").Limit(1)
+	if channel != "" {
+		q = q.Where("channel = ?", channel)
+	}
+	r := Route{Channel: channel, Transport: TransportCustom}
+	if err := q.Scan(ctx); err == nil {
+		r = Route{Channel: last.Channel, Transport: last.Transport, ToID: last.FromID}
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return Route{}, fmt.Errorf("reply route: %w", err)
+	}
+	if r.ToID != "" {
+		return r, nil
+	}
+	switch {
+	case IsMetaChannel(channel):
+		return Route{}, Errorf(CodeValidation, "the contact has never written on %s, so a reply cannot go there", channel)
+	case channel == ChannelSMS || channel == ChannelWhatsApp:
+		// The provider's channel, at the contact's phone (WhatsApp's window then decides).
+		if contact.Phone == nil || *contact.Phone == "" {
+			return Route{}, Errorf(CodeValidation, "the contact has no phone number to reply to on %s", channel)
+		}
+		return Route{Channel: channel, Transport: channel, ToID: *contact.Phone}, nil
+	}
+	var ids []string
+	err := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").Where("contact_id = ?", contact.ID).
+		Where("external_id NOT LIKE ? AND external_id NOT LIKE ?", ChannelMessenger+":%", ChannelInstagram+":%").
+		Order("created_at").Limit(1).Scan(ctx, &ids)
+	if err != nil {
+		return Route{}, fmt.Errorf("reply route: %w", err)
+	}
+	if len(ids) == 0 {
+		return Route{}, Errorf(CodeValidation, "the contact has no custom-channel id to reply to: it has not written on a custom channel")
+	}
+	if channel == "" {
+		return Route{}, Errorf(CodeValidation, "channel is required: the contact has no incoming message to reply to")
+	}
+	r.ToID = ids[0]
+	return r, nil
+}
+
+// ReplyPlan is what the door will do with a team member's reply to a contact: where it goes and
+// whether it may.
+type ReplyPlan struct {
+	Route    Route
+	Decision Decision
+	// Problem is why there is nowhere to reply ("" when there is a route).
+	Problem string
+}
+
+// PlanTeamReply tells what a team member's reply to the contact would do now (on channel, when one is
+// given), for the inbox to show before anything is typed. It is what HumanReply does.
+func (s *Store) PlanTeamReply(ctx context.Context, contact *Contact, channel string) (ReplyPlan, error) {
+	route, err := s.ReplyRoute(ctx, contact, channel)
+	if err != nil {
+		if ErrorCode(err) == CodeValidation {
+			return ReplyPlan{Problem: ErrorMessage(err)}, nil
+		}
+		return ReplyPlan{}, err
+	}
+	d, err := s.Decide(ctx, Outgoing{Purpose: PurposeTeamReply, AccountID: contact.AccountID, ContactID: contact.ID, Route: route})
+	if err != nil {
+		return ReplyPlan{}, err
+	}
+	return ReplyPlan{Route: route, Decision: d}, nil
+}
