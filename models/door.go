@@ -90,7 +90,9 @@ type Decision struct {
 // Allowed reports whether the message may go now.
 func (d Decision) Allowed() bool { return d.Verdict == SendNow }
 
-func refuse(reason string) (Decision, error) { return Decision{Verdict: DoNotSend, Reason: reason}, nil }
+func refuse(reason string) (Decision, error) {
+	return Decision{Verdict: DoNotSend, Reason: reason}, nil
+}
 
 // Decide applies every rule an outgoing message must obey and answers send now, send later (with
 // NotBefore) or do not send (with the reason). It reads what it needs from the store (when the

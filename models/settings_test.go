@@ -14,7 +14,9 @@ import (
 // writeCounter counts the statements that write, on the store it is added to.
 type writeCounter struct{ writes atomic.Int64 }
 
-func (w *writeCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (w *writeCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
 
 func (w *writeCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 	q := strings.ToUpper(strings.TrimSpace(e.Query))
