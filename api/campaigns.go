@@ -1,8 +1,6 @@
 package api
 
 import (
-	"time"
-
 	"github.com/gofiber/fiber/v2"
 
 	"funnelchat/models"
@@ -58,13 +56,9 @@ func (s *Server) patchCampaign(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	campaign, resumed, err := s.store.UpdateCampaign(c.UserContext(), accountOf(c).ID, c.Params("id"), req.input())
+	campaign, err := s.app.UpdateCampaign(c.UserContext(), accountOf(c).ID, c.Params("id"), req.input())
 	if err != nil {
 		return err
-	}
-	if resumed != nil {
-		s.enqueueOpenings(c, resumed.Openings)
-		s.enqueueFollowUps(c, resumed.FollowUps)
 	}
 	if err := s.store.CountSends(c.UserContext(), campaign); err != nil {
 		return err
@@ -102,25 +96,4 @@ func (s *Server) listCampaigns(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(pageBody(campaigns, next))
-}
-
-// enqueueOpenings queues campaign opening messages owed after a commit. They are stored already, so a
-// Redis failure only delays them until the sweep.
-func (s *Server) enqueueOpenings(c *fiber.Ctx, sends []models.DueSend) {
-	if err := s.queue.Openings(c.UserContext(), sends); err != nil {
-		s.log.Warn("opening messages stored, not all enqueued; the sweep will send them", "count", len(sends),
-			"error", err.Error(), "request_id", requestIDOf(c))
-	}
-}
-
-// enqueueFollowUps queues the follow-ups a campaign's pause held, due now; each waits for its slot at
-// the campaign's pacing rate. A Redis failure only delays them until the sweep.
-func (s *Server) enqueueFollowUps(c *fiber.Ctx, due []models.DueFollowUp) {
-	for _, f := range due {
-		if err := s.queue.FollowUp(c.UserContext(), f.SendID, f.Step, time.Now()); err != nil {
-			s.log.Warn("held follow-ups released, not all enqueued; the sweep will send them", "count", len(due),
-				"error", err.Error(), "request_id", requestIDOf(c))
-			return
-		}
-	}
 }

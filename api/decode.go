@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gofiber/fiber/v2"
 
+	"funnelchat/api/web"
 	"funnelchat/models"
 )
 
@@ -107,7 +108,7 @@ func pageOf(c *fiber.Ctx) (models.Page, error) {
 		}
 		p.Limit = n
 	}
-	if len(p.Cursor) > 64 || (p.Cursor != "" && !plainToken(p.Cursor, 64)) {
+	if len(p.Cursor) > 64 || (p.Cursor != "" && !web.PlainToken(p.Cursor, 64)) {
 		return p, models.Errorf(models.CodeValidation, "cursor is not a cursor this API returned")
 	}
 	return p, nil

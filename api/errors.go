@@ -5,12 +5,12 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"funnelchat/api/web"
 	"funnelchat/models"
 )
 
 // Codes that only the HTTP layer produces.
 const (
-	codeHTTPSRequired    = "HTTPS_REQUIRED"
 	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	codeRateLimited      = "RATE_LIMITED"
 )
@@ -24,7 +24,7 @@ var statusByCode = map[string]int{
 	models.CodeInvalidPhone:      fiber.StatusBadRequest,
 	models.CodeUnauthorized:      fiber.StatusUnauthorized,
 	models.CodeForbidden:         fiber.StatusForbidden,
-	codeHTTPSRequired:            fiber.StatusForbidden,
+	web.CodeHTTPSRequired:        fiber.StatusForbidden,
 	models.CodeNotFound:          fiber.StatusNotFound,
 	codeMethodNotAllowed:         fiber.StatusMethodNotAllowed,
 	models.CodeConflict:          fiber.StatusConflict,
@@ -42,7 +42,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	status, code, msg := classify(err)
 	if status >= 500 {
 		s.log.ErrorContext(c.UserContext(), "request failed", "error", err.Error(), "code", code,
-			"method", c.Method(), "path", c.Path(), "request_id", requestIDOf(c))
+			"method", c.Method(), "path", c.Path())
 	}
 	if status == fiber.StatusServiceUnavailable {
 		c.Set(fiber.HeaderRetryAfter, "5")

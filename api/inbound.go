@@ -60,33 +60,21 @@ func (s *Server) smsInbound(c *fiber.Ctx) error {
 // requestURL is the URL the provider signed: the public scheme, host, path and query.
 func (s *Server) requestURL(c *fiber.Ctx) string {
 	scheme := "http"
-	if s.isTLS(c) {
+	if s.https.IsTLS(c) {
 		scheme = "https"
 	}
 	return scheme + "://" + c.Hostname() + c.OriginalURL()
 }
 
-// ingestProviderMessage stores an inbound provider message and enqueues the bot's reply; a repeated
-// provider message id is a no-op.
+// ingestProviderMessage stores an inbound provider message and queues what it owes (app.AcceptIncoming);
+// a repeated provider message id is a no-op. Errors: VALIDATION_ERROR; UNAVAILABLE (the provider
+// retries).
 func (s *Server) ingestProviderMessage(c *fiber.Ctx, accountID string, in models.IncomingInput) error {
 	if err := in.Validate(s.cfg.MaxMediaBytes); err != nil {
 		return err
 	}
-	msg, duplicate, err := s.store.IngestIncoming(c.UserContext(), accountID, in)
-	if err != nil {
-		return err
-	}
-	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
-		if err := s.queue.BotReply(c.UserContext(), msg.ID); err != nil {
-			s.log.Warn("inbound stored, bot reply not enqueued; the sweep will answer it", "message_id", msg.ID, "error", err.Error())
-		}
-	}
-	if !duplicate && msg.MediaCheck != nil {
-		if err := s.queue.MediaCheck(c.UserContext(), msg.ID); err != nil {
-			s.log.Warn("media link check not enqueued", "message_id", msg.ID, "error", err.Error())
-		}
-	}
-	return nil
+	_, err := s.app.AcceptIncoming(c.UserContext(), accountID, in, nil)
+	return err
 }
 
 // metaVerify answers Meta's subscription check on GET /v1/channels/{whatsapp,messenger,instagram}/inbound:
@@ -191,7 +179,7 @@ func (s *Server) whatsAppInbound(c *fiber.Ctx) error {
 						return err
 					}
 					// Meta retries a failed webhook for days: drop what cannot be stored, keep the rest.
-					s.log.Warn("whatsapp message not stored", "account_id", accountID, "error", err.Error())
+					s.log.WarnContext(ctx, "whatsapp message not stored", "account_id", accountID, "error", err.Error())
 				}
 			}
 		}

@@ -153,6 +153,17 @@ func (b *inboxTab) open(path string) int64 {
 	return res.Status
 }
 
+// reload reloads the page as the browser's reload button does (a page that answered a POST would post
+// again) and returns the status of what it loaded.
+func (b *inboxTab) reload() int64 {
+	b.t.Helper()
+	res, err := chromedp.RunResponse(b.ctx, chromedp.Reload())
+	if err != nil {
+		b.fatalf("reload: %v", err)
+	}
+	return res.Status
+}
+
 // click clicks the first element matching the CSS selector and waits for the page the click loads;
 // it returns the status of that page (the last response when the form's answer redirected).
 func (b *inboxTab) click(selector string) int64 {
@@ -675,6 +686,19 @@ func TestInboxBrowserGenerateKey(t *testing.T) {
 	expect(t, do(t, "GET", srv.URL+"/v1/credits", acc.key, nil), http.StatusUnauthorized, models.CodeUnauthorized)
 	expect(t, do(t, "GET", srv.URL+"/v1/credits", newKey, nil), http.StatusOK, "")
 
+	t.Run("reloading the page neither shows nor generates a key", func(t *testing.T) {
+		if status := b.reload(); status != http.StatusOK {
+			b.fatalf("reload: %d", status)
+		}
+		if html := evalJS[string](b, `document.documentElement.outerHTML`); strings.Contains(html, newKey) {
+			b.fatalf("the reloaded page shows the key again")
+		}
+		if got := dialogs(); len(got) != 1 {
+			t.Fatalf("the reload asked %q", got[1:])
+		}
+		expect(t, do(t, "GET", srv.URL+"/v1/credits", newKey, nil), http.StatusOK, "")
+	})
+
 	t.Run("the key is not shown again", func(t *testing.T) {
 		if status := b.open("/inbox/settings"); status != http.StatusOK {
 			b.fatalf("settings page: %d", status)
@@ -1071,7 +1095,14 @@ func TestInboxBrowserLaptopAndPhoneLayout(t *testing.T) {
 					if evalJS[float64](b, `window.scrollY`) <= 0 {
 						b.fatalf("Tom's conversation fits a phone's screen: the pinned header is not tested")
 					}
-					onScreen = append(onScreen, ".convhead h1", ".convhead .botstate button")
+					onScreen = append(onScreen, ".convhead h1", ".convhead .botstate button", ".convhead .botstate .pill")
+					// A line too long for the header ends in an ellipsis, not cut mid-word.
+					for _, sel := range []string{".convhead h1", ".convhead .title p"} {
+						cut := evalJS[string](b, `(s => s.display + ' ' + s.textOverflow + ' ' + s.whiteSpace)(getComputedStyle(document.querySelector('`+sel+`')))`)
+						if cut != "block ellipsis nowrap" {
+							b.fatalf("%s on a phone: display, text-overflow, white-space = %s; a long line is cut without an ellipsis", sel, cut)
+						}
+					}
 				}
 				for _, sel := range onScreen {
 					box := evalJS[[]float64](b, `(r => [r.left, r.top, r.right, r.bottom, r.width, r.height])(document.querySelector('`+sel+`').getBoundingClientRect())`)

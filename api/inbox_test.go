@@ -356,9 +356,17 @@ func TestInboxSessions(t *testing.T) {
 		owner, _, _ := signedIn(t, srv)
 		email := fmt.Sprintf("member%d@example.com", time.Now().UnixNano())
 		p := owner.post("/inbox/settings", "/inbox/settings/team", url.Values{"email": {email}, "role": {"member"}})
+		if p.Status != http.StatusSeeOther {
+			t.Fatalf("add member: %d, want 303\n%.1500s", p.Status, p.Body)
+		}
+		shown := p.Header.Get("Location")
+		p = owner.get(shown)
 		pw := regexp.MustCompile(`id="new-password">([^<]+)<`).FindStringSubmatch(p.Body)
 		if p.Status != http.StatusOK || pw == nil {
-			t.Fatalf("add member: %d\n%.1500s", p.Status, p.Body)
+			t.Fatalf("the page after adding a member: %d\n%.1500s", p.Status, p.Body)
+		}
+		if again := owner.get(shown); strings.Contains(again.Body, pw[1]) || !strings.Contains(again.Body, "shown once already") {
+			t.Fatalf("reloading the page showed the password again or said nothing:\n%.1500s", again.Body)
 		}
 		member := newBrowserClient(t, srv)
 		if p := member.signIn(email, pw[1]); p.Status != http.StatusSeeOther {

@@ -1,27 +1,18 @@
 package api
 
 import (
-	"context"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"funnelchat/api/app"
 	"funnelchat/models"
 )
 
 // dedupeTTL is how long the Redis fast path remembers a messageSid; the database's unique index is the
 // guarantee beyond it.
 const dedupeTTL = 24 * time.Hour
-
-// redisFastPathTimeout bounds the de-duplication key's Redis calls: the database decides without
-// them, so when Redis is down they must not hold the request (go-redis would retry dialing for
-// seconds).
-const redisFastPathTimeout = 250 * time.Millisecond
-
-// enqueueTimeout bounds an enqueue on the request path: work stored but not queued is answered 503
-// (incoming) or left to the sweep (sends), sooner than a client's own timeout would expire.
-const enqueueTimeout = 2 * time.Second
 
 type incomingRequest struct {
 	CustomData *struct {
@@ -121,59 +112,23 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 		if chk.redisErr != nil {
 			why = chk.redisErr.Error()
 		}
-		s.log.Warn("dedupe fast path unavailable; the database decides", "error", why, "request_id", requestIDOf(c))
+		s.log.WarnContext(ctx, "dedupe fast path unavailable; the database decides", "error", why)
 	case chk.duplicateOf != "":
 		return c.JSON(fiber.Map{"success": true, "messageId": chk.duplicateOf, "duplicate": true})
 	}
 
-	msg, duplicate, err := s.store.IngestIncoming(ctx, acc.ID, in)
+	accepted, err := s.app.AcceptIncoming(ctx, acc.ID, in, &app.Remember{Key: key, TTL: dedupeTTL})
 	if err != nil {
 		return err
 	}
-	c.Locals(localMessageID, msg.ID)
-	enqCtx, cancel := context.WithTimeout(ctx, enqueueTimeout)
-	defer cancel()
-	remembered := false
-	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
-		// Also on a duplicate: a client retrying after a 503 completes the enqueue that failed. The
-		// messageSid's SET goes in the enqueue's round trip, and only once the task is queued, so that
-		// such a retry is not answered from Redis before the work is owed.
-		setErr, err := s.queue.BotReplyAndSet(enqCtx, msg.ID, key, msg.ID, dedupeTTL)
-		if err != nil {
-			// Stored but not queued: the sweep would answer it later; a 503 makes the client retry
-			// sooner, and its retry is de-duplicated by messageSid.
-			s.log.Warn("incoming stored, bot reply not enqueued", "message_id", msg.ID, "error", err.Error())
-			return models.Errorf(models.CodeUnavailable, "the message was stored but could not be queued; retry with the same messageSid")
-		}
-		if setErr != nil {
-			s.log.Warn("dedupe fast path not updated", "error", setErr.Error())
-		}
-		remembered = true
+	c.Locals(localMessageID, accepted.Message.ID)
+	if accepted.Duplicate {
+		return c.JSON(fiber.Map{"success": true, "messageId": accepted.Message.ID, "duplicate": true})
 	}
-	if !duplicate && msg.MediaCheck != nil {
-		if err := s.queue.MediaCheck(enqCtx, msg.ID); err != nil {
-			s.log.Warn("media link check not enqueued", "message_id", msg.ID, "error", err.Error())
-		}
-	}
-	if !remembered {
-		s.rememberSid(ctx, key, msg.ID)
-	}
-	if duplicate {
-		return c.JSON(fiber.Map{"success": true, "messageId": msg.ID, "duplicate": true})
-	}
-	return c.JSON(fiber.Map{"success": true, "messageId": msg.ID})
+	return c.JSON(fiber.Map{"success": true, "messageId": accepted.Message.ID})
 }
 
 func dedupeKey(accountID, sid string) string { return dedupePrefix + accountID + ":" + sid }
-
-// rememberSid sets the messageSid's key when no enqueue carried it (no bot reply owed).
-func (s *Server) rememberSid(ctx context.Context, key, messageID string) {
-	ctx, cancel := context.WithTimeout(ctx, redisFastPathTimeout)
-	defer cancel()
-	if err := s.redis.Set(ctx, key, messageID, dedupeTTL).Err(); err != nil {
-		s.log.Warn("dedupe fast path not updated", "error", err.Error())
-	}
-}
 
 // methodNotAllowed answers any method but POST on the incoming endpoint (before authentication).
 func methodNotAllowed(c *fiber.Ctx) error {
@@ -208,26 +163,13 @@ func (s *Server) sendCustomMessage(c *fiber.Ctx) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	msg, contact, err := s.store.SendCustom(c.UserContext(), accountOf(c).ID, in)
+	msg, contact, err := s.app.SendCustom(c.UserContext(), accountOf(c).ID, in)
 	if err != nil {
 		return err
 	}
 	c.Locals(localMessageID, msg.ID)
-	s.enqueueDelivery(c, msg)
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
 		"success": true, "messageId": msg.ID, "contactId": contact.ID,
 		"message": "Message accepted and queued for delivery to your custom channel webhook",
 	})
-}
-
-// enqueueDelivery queues an outgoing message's delivery. The message is stored as pending already, so
-// if Redis refuses the sweep delivers it later; the request still succeeds, because a client retry of a
-// send would send the message twice.
-func (s *Server) enqueueDelivery(c *fiber.Ctx, msg *models.Message) {
-	ctx, cancel := context.WithTimeout(c.UserContext(), enqueueTimeout)
-	defer cancel()
-	if err := s.queue.Deliver(ctx, msg.ID, msg.DeliveryRound); err != nil {
-		s.log.Warn("outgoing stored, delivery not enqueued; the sweep will deliver it", "message_id", msg.ID,
-			"error", err.Error(), "request_id", requestIDOf(c))
-	}
 }

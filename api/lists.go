@@ -79,11 +79,10 @@ func (s *Server) addToList(c *fiber.Ctx) error {
 		}
 	}
 
-	res, err := s.store.AddToList(c.UserContext(), accountOf(c).ID, c.Params("id"), ids)
+	res, err := s.app.AddToList(c.UserContext(), accountOf(c).ID, c.Params("id"), ids)
 	if err != nil {
 		return err
 	}
-	s.enqueueOpenings(c, res.Sends)
 	status := fiber.StatusOK
 	if len(res.Added) > 0 {
 		status = fiber.StatusCreated
@@ -135,10 +134,9 @@ func (s *Server) importContacts(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.store.ImportContacts(ctx, acc.ID, c.Params("id"), contacts, rowErrors)
+	res, err := s.app.ImportContacts(ctx, acc.ID, c.Params("id"), contacts, rowErrors)
 	if err != nil {
 		return err
 	}
-	s.enqueueOpenings(c, res.Sends)
 	return c.JSON(res)
 }

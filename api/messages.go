@@ -27,11 +27,10 @@ func (s *Server) messageAttempts(c *fiber.Ctx) error {
 // redeliverMessage: POST /v1/messages/{id}/redeliver queues a failed outgoing message again -> 200
 // with the message (pending). 409 CONFLICT for a message that is not a failed outgoing one.
 func (s *Server) redeliverMessage(c *fiber.Ctx) error {
-	m, err := s.store.Redeliver(c.UserContext(), accountOf(c).ID, c.Params("id"))
+	m, err := s.app.Redeliver(c.UserContext(), accountOf(c).ID, c.Params("id"))
 	if err != nil {
 		return err
 	}
-	s.enqueueDelivery(c, m)
 	return c.JSON(m)
 }
 
@@ -58,11 +57,10 @@ func (s *Server) humanReply(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	m, err := s.store.HumanReply(c.UserContext(), accountOf(c).ID, c.Params("id"), str(req.Body), str(req.Channel))
+	m, err := s.app.TeamReply(c.UserContext(), accountOf(c).ID, c.Params("id"), str(req.Body), str(req.Channel))
 	if err != nil {
 		return err
 	}
-	s.enqueueDelivery(c, m)
 	return c.Status(fiber.StatusCreated).JSON(m)
 }
 

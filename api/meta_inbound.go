@@ -89,7 +89,7 @@ func (s *Server) metaInbound(channel string) fiber.Handler {
 			}
 			accountID, err := s.store.AccountForChannel(ctx, channel, entry.ID)
 			if models.ErrorCode(err) == models.CodeNotFound {
-				s.log.Warn(channel+" webhook for a page no account has connected", "page_id", entry.ID, "request_id", requestIDOf(c))
+				s.log.WarnContext(c.UserContext(), channel+" webhook for a page no account has connected", "page_id", entry.ID)
 				continue
 			}
 			if err != nil {
@@ -121,7 +121,7 @@ func (s *Server) metaInbound(channel string) fiber.Handler {
 						return err
 					}
 					// Meta retries a failed webhook for days: drop what cannot be stored, keep the rest.
-					s.log.Warn(channel+" message not stored", "account_id", accounts[i], "error", err.Error())
+					s.log.WarnContext(c.UserContext(), channel+" message not stored", "account_id", accounts[i], "error", err.Error())
 				}
 			}
 		}

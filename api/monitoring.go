@@ -18,7 +18,7 @@ func (s *Server) mountMonitoring() {
 	}
 	s.monitor = asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: s.asynqRedis})
 	user, password := []byte(s.cfg.AdminUser), []byte(s.cfg.AdminPassword)
-	s.app.Use("/monitoring", s.requireHTTPS, basicauth.New(basicauth.Config{
+	s.fiber.Use("/monitoring", s.https.Require, basicauth.New(basicauth.Config{
 		Realm: "funnelchat monitoring",
 		Authorizer: func(u, p string) bool {
 			// Both compared in constant time, and both always compared.

@@ -48,8 +48,8 @@ func (s *Server) rateLimit(c *fiber.Ctx) error {
 func (s *Server) applyRateLimit(c *fiber.Ctx, chk *checkResult) error {
 	res := chk.rate
 	if res == nil {
-		s.log.Warn("rate limiter unavailable: request allowed without counting", "error", chk.redisErr.Error(),
-			"account_id", chk.acc.ID, "request_id", requestIDOf(c))
+		s.log.WarnContext(c.UserContext(), "rate limiter unavailable: request allowed without counting", "error", chk.redisErr.Error(),
+			"account_id", chk.acc.ID)
 		return nil
 	}
 	reset := int(math.Ceil(res.ResetAfter.Seconds()))

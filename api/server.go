@@ -16,6 +16,9 @@ import (
 	"github.com/hibiken/asynqmon"
 	"github.com/redis/go-redis/v9"
 
+	"funnelchat/api/app"
+	"funnelchat/api/inbox"
+	"funnelchat/api/web"
 	"funnelchat/config"
 	"funnelchat/jobs"
 	"funnelchat/models"
@@ -45,8 +48,11 @@ type Server struct {
 
 	asynqRedis asynq.RedisConnOpt
 	monitor    *asynqmon.HTTPHandler
-	hub        *hub
-	app        *fiber.App
+	// app runs the use cases the JSON API shares with the inbox.
+	app   *app.App
+	hub   *web.Hub
+	https web.HTTPS
+	fiber *fiber.App
 }
 
 // New builds the server and its routes.
@@ -55,8 +61,11 @@ func New(d Deps) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.hub = newHub(s.redis, s.log)
-	s.app = fiber.New(fiber.Config{
+	s.log = web.Logger(s.log)
+	s.hub = web.NewHub(s.redis, s.log)
+	s.https = web.HTTPSOf(d.Config)
+	s.app = app.New(app.Deps{Config: d.Config, Store: d.Store, Queue: d.Queue, Redis: d.Redis, Logger: s.log})
+	s.fiber = fiber.New(fiber.Config{
 		AppName:               "funnelchat",
 		BodyLimit:             d.Config.MaxBodyBytes,
 		ErrorHandler:          s.handleError,
@@ -69,13 +78,13 @@ func New(d Deps) *Server {
 		// Fiber's methods, and methodOther for every method it does not know (see otherMethods).
 		RequestMethods: append(slices.Clone(fiber.DefaultMethods), methodOther),
 	})
-	s.app.Server().Handler = otherMethods(s.app.Server().Handler)
+	s.fiber.Server().Handler = otherMethods(s.fiber.Server().Handler)
 	s.routes()
 	return s
 }
 
 // App exposes the Fiber app, for tests that drive it with app.Test.
-func (s *Server) App() *fiber.App { return s.app }
+func (s *Server) App() *fiber.App { return s.fiber }
 
 // Serve answers requests on ln until Shutdown; it terminates TLS itself when TLS_CERT_FILE is set.
 func (s *Server) Serve(ln net.Listener) error {
@@ -86,15 +95,15 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
-	return s.app.Listener(ln)
+	return s.fiber.Listener(ln)
 }
 
 // Shutdown stops accepting connections and waits for in-flight requests until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	// Open event streams would hold the graceful stop until ctx ends; their clients reconnect to
 	// another process.
-	s.hub.close()
-	err := s.app.ShutdownWithContext(ctx)
+	s.hub.Close()
+	err := s.fiber.ShutdownWithContext(ctx)
 	if s.monitor != nil {
 		_ = s.monitor.Close()
 	}
@@ -102,15 +111,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) routes() {
-	s.app.Use(s.requestID, s.accessLog, s.recoverPanic, s.deadline, checkMethod)
+	s.fiber.Use(web.RequestID, s.accessLog, s.recoverPanic, web.Deadline(requestTimeout), checkMethod)
 
-	s.app.Get("/healthz", s.healthz)
-	s.app.Get("/readyz", s.readyz)
-	s.app.Get("/metrics", s.metricsHandler())
+	s.fiber.Get("/healthz", s.healthz)
+	s.fiber.Get("/readyz", s.readyz)
+	s.fiber.Get("/metrics", s.metricsHandler())
 	s.mountMonitoring()
-	s.inboxRoutes()
+	inbox.New(inbox.Deps{Config: s.cfg, App: s.app, Redis: s.redis, Hub: s.hub, Logger: s.log}).
+		Mount(s.fiber.Group("/inbox", s.https.Require))
 
-	v1 := s.app.Group("/v1", s.requireHTTPS)
+	v1 := s.fiber.Group("/v1", s.https.Require)
 	v1.Get("/openapi.json", s.openAPI)
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and
 	// a wrong method a 405 before any key is asked for (README, "API at a glance").

@@ -1,4 +1,4 @@
-package api
+package inbox
 
 import (
 	"context"
@@ -50,8 +50,8 @@ func sessionOf(c *fiber.Ctx) *session {
 
 // setCookie sets an inbox cookie: HttpOnly, SameSite=Lax, path /inbox, Secure when the request counts
 // as HTTPS. maxAge < 0 deletes it.
-func (s *Server) setCookie(c *fiber.Ctx, name, value string, maxAge int) {
-	ck := &fiber.Cookie{Name: name, Value: value, Path: "/inbox", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: s.isTLS(c)}
+func (h *Handler) setCookie(c *fiber.Ctx, name, value string, maxAge int) {
+	ck := &fiber.Cookie{Name: name, Value: value, Path: "/inbox", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: h.https.IsTLS(c)}
 	if maxAge < 0 {
 		ck.Expires = time.Unix(0, 0)
 		ck.MaxAge = -1
@@ -63,15 +63,15 @@ func (s *Server) setCookie(c *fiber.Ctx, name, value string, maxAge int) {
 
 // requireSession loads the session of the request's cookie; without a live one, a page request goes
 // to the sign-in form and anything else gets 401.
-func (s *Server) requireSession(c *fiber.Ctx) error {
+func (h *Handler) requireSession(c *fiber.Ctx) error {
 	token := c.Cookies(sessionCookie)
-	sess, err := s.store.SessionByToken(c.UserContext(), token)
+	sess, err := h.store.SessionByToken(c.UserContext(), token)
 	if err != nil {
 		if models.ErrorCode(err) != models.CodeUnauthorized {
-			return s.inboxFailure(c, err)
+			return h.inboxFailure(c, err)
 		}
 		if token != "" {
-			s.setCookie(c, sessionCookie, "", -1)
+			h.setCookie(c, sessionCookie, "", -1)
 		}
 		if c.Method() == fiber.MethodGet && c.Get("X-Inbox-Live") == "" && c.Get(fiber.HeaderAccept) != "text/event-stream" {
 			return c.Redirect("/inbox/login?next="+url.QueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
@@ -82,18 +82,18 @@ func (s *Server) requireSession(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// checkCSRF refuses a state-changing request whose csrf_token field does not match the session's.
-func (s *Server) checkCSRF(c *fiber.Ctx) error {
+// checkCSRF refuses a state-changing request whose csrf_token field does not match the session'h.
+func (h *Handler) checkCSRF(c *fiber.Ctx) error {
 	if c.Method() != fiber.MethodPost {
 		return c.Next()
 	}
 	if !sameToken(c.FormValue("csrf_token"), sessionOf(c).CSRFToken) {
-		return s.csrfRefused(c)
+		return h.csrfRefused(c)
 	}
 	return c.Next()
 }
 
-func (s *Server) csrfRefused(c *fiber.Ctx) error {
+func (h *Handler) csrfRefused(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
 	return c.Status(fiber.StatusForbidden).SendString("This form has expired or did not come from the inbox (missing or wrong CSRF token). Go back, reload the page and try again.")
 }
@@ -110,27 +110,27 @@ type loginView struct {
 }
 
 // loginPage: GET /inbox/login shows the sign-in form (or goes to the inbox when signed in already).
-func (s *Server) loginPage(c *fiber.Ctx) error {
-	if _, err := s.store.SessionByToken(c.UserContext(), c.Cookies(sessionCookie)); err == nil {
+func (h *Handler) loginPage(c *fiber.Ctx) error {
+	if _, err := h.store.SessionByToken(c.UserContext(), c.Cookies(sessionCookie)); err == nil {
 		return c.Redirect(safeNext(c.Query("next")), fiber.StatusSeeOther)
 	}
-	return s.renderLogin(c, fiber.StatusOK, loginView{Next: safeNext(c.Query("next"))})
+	return h.renderLogin(c, fiber.StatusOK, loginView{Next: safeNext(c.Query("next"))})
 }
 
-func (s *Server) renderLogin(c *fiber.Ctx, status int, v loginView) error {
+func (h *Handler) renderLogin(c *fiber.Ctx, status int, v loginView) error {
 	token := c.Cookies(loginCSRFCookie)
 	if len(token) < 32 || len(token) > 64 {
 		token = newFormToken()
-		s.setCookie(c, loginCSRFCookie, token, 0)
+		h.setCookie(c, loginCSRFCookie, token, 0)
 	}
-	return s.render(c, status, "login", inboxView{Title: "Sign in", CSRF: token, Data: v})
+	return h.render(c, status, "login", inboxView{Title: "Sign in", CSRF: token, Data: v})
 }
 
 // login: POST /inbox/login {email, password} -> 303 to the inbox with the session cookie; 401 with the
 // form for a wrong email or password alike; 429 after too many failures for the email.
-func (s *Server) login(c *fiber.Ctx) error {
+func (h *Handler) login(c *fiber.Ctx) error {
 	if !sameToken(c.FormValue("csrf_token"), c.Cookies(loginCSRFCookie)) {
-		return s.csrfRefused(c)
+		return h.csrfRefused(c)
 	}
 	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
 	password := c.FormValue("password")
@@ -138,47 +138,47 @@ func (s *Server) login(c *fiber.Ctx) error {
 	v := loginView{Email: email, Next: next}
 	if email == "" || password == "" {
 		v.Error = "Enter your email and password."
-		return s.renderLogin(c, fiber.StatusUnauthorized, v)
+		return h.renderLogin(c, fiber.StatusUnauthorized, v)
 	}
 	key := "inbox:signin:" + emailKey(email)
-	res, err := signInAttempt.Run(c.UserContext(), s.redis, []string{key}, signInWindow.Milliseconds()).Int64Slice()
+	res, err := signInAttempt.Run(c.UserContext(), h.redis, []string{key}, signInWindow.Milliseconds()).Int64Slice()
 	if err != nil {
-		return s.inboxFailure(c, err)
+		return h.inboxFailure(c, err)
 	}
 	if res[0] > maxSignInFailures {
 		wait := time.Duration(res[1]) * time.Millisecond
 		c.Set(fiber.HeaderRetryAfter, itoa(int(wait.Seconds())+1))
 		v.Error = "Too many failed sign-ins for this email. Try again in " + minutes(wait) + "."
-		return s.renderLogin(c, fiber.StatusTooManyRequests, v)
+		return h.renderLogin(c, fiber.StatusTooManyRequests, v)
 	}
-	user, err := s.store.SignIn(c.UserContext(), email, password)
+	user, err := h.store.SignIn(c.UserContext(), email, password)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeUnauthorized {
 			v.Error = "Wrong email or password."
-			return s.renderLogin(c, fiber.StatusUnauthorized, v)
+			return h.renderLogin(c, fiber.StatusUnauthorized, v)
 		}
-		return s.inboxFailure(c, err)
+		return h.inboxFailure(c, err)
 	}
 	// A success forgets the failures; a failure to forget only delays a later sign-in, so it is ignored.
-	_ = s.redis.Del(context.WithoutCancel(c.UserContext()), key).Err()
+	_ = h.redis.Del(context.WithoutCancel(c.UserContext()), key).Err()
 	if old := c.Cookies(sessionCookie); old != "" {
-		_ = s.store.EndSession(c.UserContext(), old)
+		_ = h.store.EndSession(c.UserContext(), old)
 	}
-	token, _, err := s.store.NewSession(c.UserContext(), user)
+	token, _, err := h.store.NewSession(c.UserContext(), user)
 	if err != nil {
-		return s.inboxFailure(c, err)
+		return h.inboxFailure(c, err)
 	}
-	s.setCookie(c, sessionCookie, token, 0)
-	s.setCookie(c, loginCSRFCookie, "", -1)
+	h.setCookie(c, sessionCookie, token, 0)
+	h.setCookie(c, loginCSRFCookie, "", -1)
 	return c.Redirect(next, fiber.StatusSeeOther)
 }
 
 // logout: POST /inbox/logout ends the session at once and goes to the sign-in form.
-func (s *Server) logout(c *fiber.Ctx) error {
-	if err := s.store.EndSession(c.UserContext(), sessionOf(c).token); err != nil {
-		return s.inboxFailure(c, err)
+func (h *Handler) logout(c *fiber.Ctx) error {
+	if err := h.store.EndSession(c.UserContext(), sessionOf(c).token); err != nil {
+		return h.inboxFailure(c, err)
 	}
-	s.setCookie(c, sessionCookie, "", -1)
+	h.setCookie(c, sessionCookie, "", -1)
 	return c.Redirect("/inbox/login", fiber.StatusSeeOther)
 }
 

@@ -1,4 +1,4 @@
-package api
+package inbox
 
 import (
 	"crypto/rand"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"funnelchat/api/web"
 	"funnelchat/models"
 )
 
@@ -16,6 +17,16 @@ import (
 const conversationMessages = 100
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// pageOf reads a listing page's ?cursor= (the inbox's pages have their own sizes). Errors:
+// VALIDATION_ERROR for a cursor the inbox did not make.
+func pageOf(c *fiber.Ctx) (models.Page, error) {
+	p := models.Page{Limit: models.DefaultPageLimit, Cursor: strings.Clone(c.Query("cursor"))}
+	if p.Cursor != "" && !web.PlainToken(p.Cursor, 64) {
+		return p, models.Errorf(models.CodeValidation, "cursor is not a cursor the inbox made")
+	}
+	return p, nil
+}
 
 // newFormToken returns a random token for a form's CSRF field.
 func newFormToken() string {
@@ -25,19 +36,22 @@ func newFormToken() string {
 }
 
 // view starts a page's data for the signed-in user, taking the flash message left by the last action.
-func (s *Server) view(c *fiber.Ctx, title, nav string, data any) inboxView {
+func (h *Handler) view(c *fiber.Ctx, title, nav string, data any) inboxView {
 	sess := sessionOf(c)
 	v := inboxView{Title: title, Nav: nav, User: sess.User, CSRF: sess.CSRFToken, Data: data}
 	if f := c.Cookies(flashCookie); f != "" && c.Get("X-Inbox-Live") == "" {
-		v.FlashOK = strings.HasPrefix(f, "ok:")
-		v.Flash = strings.TrimPrefix(strings.TrimPrefix(f, "ok:"), "error:")
-		s.setCookie(c, flashCookie, "", -1)
+		kind, rest, _ := strings.Cut(f, ":")
+		v.FlashOK = kind == "ok"
+		v.FlashFor, v.Flash, _ = strings.Cut(rest, ":")
+		h.setCookie(c, flashCookie, "", -1)
 	}
 	return v
 }
 
-// done ends an action: it leaves a message for the next page and goes back to where the form was.
-func (s *Server) done(c *fiber.Ctx, to string, ok bool, message string) error {
+// done ends an action: it leaves a message for the next page and goes back, with 303, to the page the
+// form was on, so that reloading that page repeats nothing. When to names a section ("#webhook") the
+// message is shown in that section, where the user pressed the button, rather than at the top.
+func (h *Handler) done(c *fiber.Ctx, to string, ok bool, message string) error {
 	prefix := "error:"
 	if ok {
 		prefix = "ok:"
@@ -45,42 +59,46 @@ func (s *Server) done(c *fiber.Ctx, to string, ok bool, message string) error {
 	if r := []rune(message); len(r) > 300 {
 		message = string(r[:300])
 	}
-	s.setCookie(c, flashCookie, prefix+message, 60)
+	section := ""
+	if i := strings.IndexByte(to, '#'); i >= 0 {
+		section = to[i+1:]
+	}
+	h.setCookie(c, flashCookie, prefix+section+":"+message, 60)
 	return c.Redirect(safeNext(to), fiber.StatusSeeOther)
 }
 
 // actionFailed ends an action that a domain error stopped: the error's message is shown on the page
 // the form was on; anything else is a failure page.
-func (s *Server) actionFailed(c *fiber.Ctx, to string, err error) error {
+func (h *Handler) actionFailed(c *fiber.Ctx, to string, err error) error {
 	switch models.ErrorCode(err) {
 	case models.CodeInternal, models.CodeUnavailable:
-		return s.inboxFailure(c, err)
+		return h.inboxFailure(c, err)
 	case models.CodeNotFound:
-		return s.inboxNotFound(c)
+		return h.inboxNotFound(c)
 	}
-	return s.done(c, to, false, models.ErrorMessage(err))
+	return h.done(c, to, false, models.ErrorMessage(err))
 }
 
 // inboxNotFound is the 404 page: an unknown id, or one of another account (which is not told apart).
-func (s *Server) inboxNotFound(c *fiber.Ctx) error {
-	return s.render(c, fiber.StatusNotFound, "problem", s.view(c, "Not found", "", problemView{
+func (h *Handler) inboxNotFound(c *fiber.Ctx) error {
+	return h.render(c, fiber.StatusNotFound, "problem", h.view(c, "Not found", "", problemView{
 		Heading: "Not found", Text: "There is nothing here, or it belongs to another account.",
 	}))
 }
 
 // inboxFailure is the page for what went wrong on our side; the error is logged with the request id.
-func (s *Server) inboxFailure(c *fiber.Ctx, err error) error {
+func (h *Handler) inboxFailure(c *fiber.Ctx, err error) error {
 	status, text := fiber.StatusInternalServerError, "Something went wrong on our side. Try again in a moment."
 	if models.ErrorCode(err) == models.CodeUnavailable {
 		status, text = fiber.StatusServiceUnavailable, "The service is briefly unavailable. Try again in a moment."
 	} else {
-		s.log.Error("inbox", "error", err.Error(), "path", c.Path(), "request_id", requestIDOf(c))
+		h.log.ErrorContext(c.UserContext(), "inbox", "error", err.Error(), "path", c.Path())
 	}
-	v := inboxView{Title: "Error", Data: problemView{Heading: "Sorry", Text: text, RequestID: requestIDOf(c)}}
+	v := inboxView{Title: "Error", Data: problemView{Heading: "Sorry", Text: text, RequestID: web.RequestIDOf(c)}}
 	if sess := sessionOf(c); sess != nil {
 		v.User, v.CSRF = sess.User, sess.CSRFToken
 	}
-	return s.render(c, status, "problem", v)
+	return h.render(c, status, "problem", v)
 }
 
 type problemView struct {
@@ -114,10 +132,10 @@ func (v listView) MoreLink() string {
 
 // conversationsPage: GET /inbox/ lists the conversations, newest activity first, with filters
 // (unread, needsHuman, failed: "true") and search (q).
-func (s *Server) conversationsPage(c *fiber.Ctx) error {
+func (h *Handler) conversationsPage(c *fiber.Ctx) error {
 	page, err := pageOf(c)
 	if err != nil {
-		return s.inboxNotFound(c)
+		return h.inboxNotFound(c)
 	}
 	page.Limit = 30
 	v := listView{Q: strings.TrimSpace(c.Query("q")), Unread: c.Query("unread") == "true",
@@ -135,15 +153,15 @@ func (s *Server) conversationsPage(c *fiber.Ctx) error {
 	}
 	v.Filtered = v.Unread || v.NeedsHuman || v.Fails || v.Q != ""
 	sess := sessionOf(c)
-	v.Items, v.Next, err = s.store.Conversations(c.UserContext(), sess.AccountID, sess.UserID, f, page)
+	v.Items, v.Next, err = h.store.Conversations(c.UserContext(), sess.AccountID, sess.UserID, f, page)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
-			return s.render(c, fiber.StatusBadRequest, "problem", s.view(c, "Search", "conversations",
+			return h.render(c, fiber.StatusBadRequest, "problem", h.view(c, "Search", "conversations",
 				problemView{Heading: "Search too long", Text: models.ErrorMessage(err)}))
 		}
-		return s.inboxFailure(c, err)
+		return h.inboxFailure(c, err)
 	}
-	return s.render(c, fiber.StatusOK, "conversations", s.view(c, "Conversations", "conversations", v))
+	return h.render(c, fiber.StatusOK, "conversations", h.view(c, "Conversations", "conversations", v))
 }
 
 // conversationView is the conversation page's data.
@@ -158,81 +176,78 @@ type conversationView struct {
 
 // conversationPage: GET /inbox/conversations/{contactId} shows the conversation and marks it read for
 // the user.
-func (s *Server) conversationPage(c *fiber.Ctx) error {
+func (h *Handler) conversationPage(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	before := c.Query("before")
 	if len(before) > 64 {
-		return s.inboxNotFound(c)
+		return h.inboxNotFound(c)
 	}
-	conv, err := s.store.ConversationFor(c.UserContext(), sess.AccountID, c.Params("id"), before, conversationMessages)
+	conv, err := h.store.ConversationFor(c.UserContext(), sess.AccountID, c.Params("id"), before, conversationMessages)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeNotFound {
-			return s.inboxNotFound(c)
+			return h.inboxNotFound(c)
 		}
-		return s.inboxFailure(c, err)
+		return h.inboxFailure(c, err)
 	}
 	if before == "" {
-		if err := s.store.MarkRead(c.UserContext(), sess.AccountID, sess.UserID, conv.Contact.ID); err != nil {
-			return s.inboxFailure(c, err)
+		if err := h.store.MarkRead(c.UserContext(), sess.AccountID, sess.UserID, conv.Contact.ID); err != nil {
+			return h.inboxFailure(c, err)
 		}
 	}
 	v := conversationView{ConversationView: conv, Name: inboxFuncs["contactName"].(func(*models.Contact, string) string)(conv.Contact, conv.SenderID),
 		BotOn: !conv.Contact.BotPaused, Path: "/inbox/conversations/" + url.PathEscape(conv.Contact.ID), Cursor: before}
-	return s.render(c, fiber.StatusOK, "conversation", s.view(c, v.Name, "conversations", v))
+	return h.render(c, fiber.StatusOK, "conversation", h.view(c, v.Name, "conversations", v))
 }
 
 // reply: POST /inbox/conversations/{contactId}/reply {body} sends a team member's reply on the
 // conversation's channel and pauses the bot.
-func (s *Server) reply(c *fiber.Ctx) error {
+func (h *Handler) reply(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	back := "/inbox/conversations/" + url.PathEscape(c.Params("id"))
-	m, err := s.store.HumanReply(c.UserContext(), sess.AccountID, c.Params("id"), c.FormValue("body"), "")
-	if err != nil {
-		return s.actionFailed(c, back, err)
+	if _, err := h.app.TeamReply(c.UserContext(), sess.AccountID, c.Params("id"), c.FormValue("body"), ""); err != nil {
+		return h.actionFailed(c, back, err)
 	}
-	s.enqueueDelivery(c, m)
 	return c.Redirect(back+"#bottom", fiber.StatusSeeOther)
 }
 
 // setBot: POST /inbox/conversations/{contactId}/bot {active: "true"|"false"} resumes or pauses the bot.
-func (s *Server) setBot(c *fiber.Ctx) error {
+func (h *Handler) setBot(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	back := "/inbox/conversations/" + url.PathEscape(c.Params("id"))
 	active := c.FormValue("active") == "true"
-	if _, err := s.store.SetBotActive(c.UserContext(), sess.AccountID, c.Params("id"), active); err != nil {
-		return s.actionFailed(c, back, err)
+	if _, err := h.store.SetBotActive(c.UserContext(), sess.AccountID, c.Params("id"), active); err != nil {
+		return h.actionFailed(c, back, err)
 	}
 	if active {
-		return s.done(c, back, true, "The bot answers this contact again.")
+		return h.done(c, back, true, "The bot answers this contact again.")
 	}
-	return s.done(c, back, true, "The bot is paused for this contact; the team answers.")
+	return h.done(c, back, true, "The bot is paused for this contact; the team answers.")
 }
 
 // retry: POST /inbox/messages/{id}/retry delivers a failed message again.
-func (s *Server) retry(c *fiber.Ctx) error {
+func (h *Handler) retry(c *fiber.Ctx) error {
 	sess := sessionOf(c)
-	m, err := s.store.Redeliver(c.UserContext(), sess.AccountID, c.Params("id"))
+	m, err := h.app.Redeliver(c.UserContext(), sess.AccountID, c.Params("id"))
 	if err != nil {
 		back := "/inbox/"
-		if existing, lookErr := s.store.MessageByID(c.UserContext(), sess.AccountID, c.Params("id")); lookErr == nil {
+		if existing, lookErr := h.store.MessageByID(c.UserContext(), sess.AccountID, c.Params("id")); lookErr == nil {
 			back = "/inbox/conversations/" + url.PathEscape(existing.ContactID)
 		}
-		return s.actionFailed(c, back, err)
+		return h.actionFailed(c, back, err)
 	}
-	s.enqueueDelivery(c, m)
-	return s.done(c, "/inbox/conversations/"+url.PathEscape(m.ContactID), true, "Sending again.")
+	return h.done(c, "/inbox/conversations/"+url.PathEscape(m.ContactID), true, "Sending again.")
 }
 
 // alertsPage: GET /inbox/alerts lists the open alerts, newest first.
-func (s *Server) alertsPage(c *fiber.Ctx) error {
+func (h *Handler) alertsPage(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	page, err := pageOf(c)
 	if err != nil {
-		return s.inboxNotFound(c)
+		return h.inboxNotFound(c)
 	}
-	alerts, next, err := s.store.Alerts(c.UserContext(), sess.AccountID, models.AlertFilter{}, page)
+	alerts, next, err := h.store.Alerts(c.UserContext(), sess.AccountID, models.AlertFilter{}, page)
 	if err != nil {
-		return s.inboxFailure(c, err)
+		return h.inboxFailure(c, err)
 	}
 	type row struct {
 		models.Alert
@@ -241,22 +256,22 @@ func (s *Server) alertsPage(c *fiber.Ctx) error {
 	rows := make([]row, len(alerts))
 	for i, a := range alerts {
 		rows[i].Alert = a
-		if ct, err := s.store.ContactByID(c.UserContext(), sess.AccountID, a.ContactID); err == nil {
+		if ct, err := h.store.ContactByID(c.UserContext(), sess.AccountID, a.ContactID); err == nil {
 			rows[i].Name = inboxFuncs["contactName"].(func(*models.Contact, string) string)(ct, "")
 		}
 	}
-	return s.render(c, fiber.StatusOK, "alerts", s.view(c, "Alerts", "alerts", struct {
+	return h.render(c, fiber.StatusOK, "alerts", h.view(c, "Alerts", "alerts", struct {
 		Rows []row
 		Next string
 	}{rows, next}))
 }
 
 // resolve: POST /inbox/alerts/{id}/resolve {next} marks the alert dealt with.
-func (s *Server) resolve(c *fiber.Ctx) error {
+func (h *Handler) resolve(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	back := safeNext(c.FormValue("next"))
-	if _, err := s.store.ResolveAlert(c.UserContext(), sess.AccountID, c.Params("id"), sess.UserID); err != nil {
-		return s.actionFailed(c, back, err)
+	if _, err := h.store.ResolveAlert(c.UserContext(), sess.AccountID, c.Params("id"), sess.UserID); err != nil {
+		return h.actionFailed(c, back, err)
 	}
-	return s.done(c, back, true, "Alert resolved.")
+	return h.done(c, back, true, "Alert resolved.")
 }

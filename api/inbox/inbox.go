@@ -1,4 +1,4 @@
-package api
+package inbox
 
 import (
 	"bytes"
@@ -23,10 +23,10 @@ import (
 // and served under a name carrying its content hash, so browsers cache it for good and a new build
 // can never be served a stale copy.
 
-//go:embed inbox/templates/*.html
+//go:embed templates/*.html
 var inboxTemplateFiles embed.FS
 
-//go:embed inbox/static/*
+//go:embed static/*
 var inboxStaticFiles embed.FS
 
 // inboxAsset is an embedded file served at /inbox/static/<hashed name>.
@@ -52,12 +52,12 @@ var inboxContentTypes = map[string]string{
 }
 
 func init() {
-	entries, err := fs.ReadDir(inboxStaticFiles, "inbox/static")
+	entries, err := fs.ReadDir(inboxStaticFiles, "static")
 	if err != nil {
 		panic(err)
 	}
 	for _, e := range entries {
-		body, err := inboxStaticFiles.ReadFile("inbox/static/" + e.Name())
+		body, err := inboxStaticFiles.ReadFile("static/" + e.Name())
 		if err != nil {
 			panic(err)
 		}
@@ -67,7 +67,7 @@ func init() {
 		inboxAssets[hashed] = inboxAsset{body: body, contentType: inboxContentTypes[ext]}
 		inboxAssetPaths[e.Name()] = "/inbox/static/" + hashed
 	}
-	pages, err := fs.Glob(inboxTemplateFiles, "inbox/templates/*.html")
+	pages, err := fs.Glob(inboxTemplateFiles, "templates/*.html")
 	if err != nil {
 		panic(err)
 	}
@@ -77,7 +77,7 @@ func init() {
 			continue
 		}
 		inboxPages[name] = template.Must(template.New("layout.html").Funcs(inboxFuncs).
-			ParseFS(inboxTemplateFiles, "inbox/templates/layout.html", p))
+			ParseFS(inboxTemplateFiles, "templates/layout.html", p))
 	}
 }
 
@@ -111,11 +111,13 @@ type inboxView struct {
 	CSRF    string
 	Flash   string
 	FlashOK bool
+	// FlashFor is the section of the page the flash belongs to ("" for the top of the page).
+	FlashFor string
 	Data    any
 }
 
 // render writes a page (or, for the live script's refresh, only its live region) with status.
-func (s *Server) render(c *fiber.Ctx, status int, page string, v inboxView) error {
+func (h *Handler) render(c *fiber.Ctx, status int, page string, v inboxView) error {
 	t, ok := inboxPages[page]
 	if !ok {
 		return errors.New("inbox: no page " + page)
@@ -136,6 +138,8 @@ func (s *Server) render(c *fiber.Ctx, status int, page string, v inboxView) erro
 // inboxFuncs are the helpers the templates use.
 var inboxFuncs = template.FuncMap{
 	"asset": func(name string) string { return inboxAssetPaths[name] },
+	// sect pairs a page's view with one of its sections, for the "sectionflash" template.
+	"sect": func(v inboxView, section string) sectionRef { return sectionRef{View: v, Section: section} },
 	"contactName": func(c *models.Contact, senderID string) string {
 		if c == nil {
 			return "unknown contact"
@@ -172,7 +176,7 @@ var inboxFuncs = template.FuncMap{
 			text = "[attachment]"
 		}
 		if m.Direction == models.DirectionOutgoing {
-			text = "You: " + text
+			text = authorLabel[m.Author] + ": " + text
 		}
 		if r := []rune(text); len(r) > 90 {
 			text = string(r[:89]) + "…"
@@ -202,6 +206,17 @@ var inboxFuncs = template.FuncMap{
 		return m.MediaContentType != nil && embeddedImage(m) && previewable[*m.MediaContentType]
 	},
 	"isEmbedded": embeddedImage,
+}
+
+// sectionRef is a view and the id of one of its page's sections.
+type sectionRef struct {
+	View    inboxView
+	Section string
+}
+
+// authorLabel names who wrote an outgoing message, in the list's previews.
+var authorLabel = map[string]string{
+	models.AuthorBot: "Bot", models.AuthorCampaign: "Campaign", models.AuthorHuman: "Team", models.AuthorAPI: "Sent",
 }
 
 // previewable are the image types the inbox shows inline (never SVG, which can carry script).

@@ -1,0 +1,79 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"funnelchat/models"
+)
+
+// Accepted is an incoming message that AcceptIncoming stored (or found stored before).
+type Accepted struct {
+	Message   *models.Message
+	Duplicate bool
+}
+
+// Remember asks AcceptIncoming to set a Redis key to the message's id for TTL (the messageSid fast
+// path of the incoming endpoint), in the enqueue's round trip when a bot reply is queued.
+type Remember struct {
+	Key string
+	TTL time.Duration
+}
+
+// AcceptIncoming stores an incoming message (in must have passed Validate) and queues what it owes:
+// the bot's reply (also for a duplicate whose reply is still owed: a sender retrying after a 503
+// completes the enqueue that failed) and, for a new message with a linked file, the media check.
+// Errors: those of IngestIncoming; UNAVAILABLE when the message was stored but its bot reply could
+// not be queued, so that the sender retries (its retry is de-duplicated by the message's id) rather
+// than waiting for the sweep.
+func (a *App) AcceptIncoming(ctx context.Context, accountID string, in models.IncomingInput, remember *Remember) (*Accepted, error) {
+	msg, duplicate, err := a.store.IngestIncoming(ctx, accountID, in)
+	if err != nil {
+		return nil, err
+	}
+	enqCtx, cancel := context.WithTimeout(ctx, EnqueueTimeout)
+	defer cancel()
+	remembered := false
+	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
+		var err error
+		if remember != nil {
+			// The key's SET goes in the enqueue's round trip, and only once the task is queued, so
+			// that a retry is not answered from Redis before the work is owed.
+			var setErr error
+			setErr, err = a.queue.BotReplyAndSet(enqCtx, msg.ID, remember.Key, msg.ID, remember.TTL)
+			if err == nil && setErr != nil {
+				a.log.WarnContext(ctx, "dedupe fast path not updated", "error", setErr.Error())
+			}
+			remembered = err == nil
+		} else {
+			err = a.queue.BotReply(enqCtx, msg.ID)
+		}
+		if err != nil {
+			a.log.WarnContext(ctx, "incoming stored, bot reply not enqueued", "message_id", msg.ID, "error", err.Error())
+			return nil, models.Errorf(models.CodeUnavailable, "the message was stored but could not be queued; retry with the same message id")
+		}
+	}
+	if !duplicate && msg.MediaCheck != nil {
+		if err := a.queue.MediaCheck(enqCtx, msg.ID); err != nil {
+			a.log.WarnContext(ctx, "media link check not enqueued", "message_id", msg.ID, "error", err.Error())
+		}
+	}
+	if remember != nil && !remembered {
+		a.rememberKey(ctx, remember, msg.ID)
+	}
+	return &Accepted{Message: msg, Duplicate: duplicate}, nil
+}
+
+// redisFastPathTimeout bounds the de-duplication key's Redis calls: the database decides without
+// them, so when Redis is down they must not hold the request (go-redis would retry dialing for
+// seconds).
+const redisFastPathTimeout = 250 * time.Millisecond
+
+// rememberKey sets the messageSid's key when no enqueue carried it (no bot reply owed).
+func (a *App) rememberKey(ctx context.Context, r *Remember, messageID string) {
+	ctx, cancel := context.WithTimeout(ctx, redisFastPathTimeout)
+	defer cancel()
+	if err := a.redis.Set(ctx, r.Key, messageID, r.TTL).Err(); err != nil {
+		a.log.WarnContext(ctx, "dedupe fast path not updated", "error", err.Error())
+	}
+}

@@ -1,0 +1,56 @@
+package app
+
+import (
+	"context"
+
+	"funnelchat/models"
+)
+
+// The outgoing use cases store a message as the outgoing door decides (models.Store.Decide) and queue
+// its delivery. A message stored pending but not queued (Redis refused) is delivered by the sweep: the
+// request still succeeds, because a client retrying a send would send it twice.
+
+// TeamReply stores a team member's reply to the contact (on channel, when given) and queues its
+// delivery; it pauses the bot for the contact. Errors: those of HumanReply.
+func (a *App) TeamReply(ctx context.Context, accountID, contactID, body, channel string) (*models.Message, error) {
+	m, err := a.store.HumanReply(ctx, accountID, contactID, body, channel)
+	if err != nil {
+		return nil, err
+	}
+	a.deliver(ctx, m)
+	return m, nil
+}
+
+// SendCustom stores a message to a custom-channel contact and queues its delivery to the account's
+// webhook. Errors: those of SendCustom.
+func (a *App) SendCustom(ctx context.Context, accountID string, in models.CustomSendInput) (*models.Message, *models.Contact, error) {
+	m, contact, err := a.store.SendCustom(ctx, accountID, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.deliver(ctx, m)
+	return m, contact, nil
+}
+
+// Redeliver queues a failed outgoing message again. Errors: those of Redeliver.
+func (a *App) Redeliver(ctx context.Context, accountID, messageID string) (*models.Message, error) {
+	m, err := a.store.Redeliver(ctx, accountID, messageID)
+	if err != nil {
+		return nil, err
+	}
+	a.deliver(ctx, m)
+	return m, nil
+}
+
+// deliver queues a stored message's delivery, when it is pending (the door may have stored it failed).
+func (a *App) deliver(ctx context.Context, m *models.Message) {
+	if m.Status != models.StatusPending {
+		return
+	}
+	enqCtx, cancel := context.WithTimeout(ctx, EnqueueTimeout)
+	defer cancel()
+	if err := a.queue.Deliver(enqCtx, m.ID, m.DeliveryRound); err != nil {
+		a.log.WarnContext(ctx, "outgoing stored, delivery not enqueued; the sweep will deliver it", "message_id", m.ID,
+			"error", err.Error())
+	}
+}

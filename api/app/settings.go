@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"funnelchat/jobs"
+	"funnelchat/models"
+)
+
+// WebhookSettings returns the account's reply webhook and its signing secret (created on first use).
+func (a *App) WebhookSettings(ctx context.Context, accountID string) (*models.WebhookSettings, error) {
+	return a.store.WebhookSettings(ctx, accountID, jobs.NewWebhookSecret())
+}
+
+// SaveWebhookURL checks a reply webhook URL (https and public, unless WEBHOOK_ALLOW_PRIVATE) and saves
+// it. Errors: VALIDATION_ERROR (empty, or not a URL the worker may call).
+func (a *App) SaveWebhookURL(ctx context.Context, accountID, url string) (*models.WebhookSettings, error) {
+	url = strings.TrimSpace(url)
+	if url == "" {
+		return nil, models.Errorf(models.CodeValidation, "url is required")
+	}
+	if err := jobs.ValidateWebhookURL(ctx, url, a.cfg.WebhookAllowPrivate); err != nil {
+		return nil, err
+	}
+	return a.store.SetWebhookURL(ctx, accountID, url, jobs.NewWebhookSecret())
+}
+
+// SaveAlertWebhookURL checks and saves the URL that receives alerts; "" turns alerts off. Errors:
+// VALIDATION_ERROR.
+func (a *App) SaveAlertWebhookURL(ctx context.Context, accountID, url string) (string, error) {
+	url = strings.TrimSpace(url)
+	if url != "" {
+		if err := jobs.ValidateWebhookURL(ctx, url, a.cfg.WebhookAllowPrivate); err != nil {
+			return "", err
+		}
+	}
+	return url, a.store.SetAlertWebhookURL(ctx, accountID, url)
+}
+
+// TestWebhook has the worker send the account a signed test event (the api never calls a customer
+// URL) and waits for the outcome. Errors: UNAVAILABLE when no worker answers in time.
+func (a *App) TestWebhook(ctx context.Context, accountID string) (*jobs.WebhookTestResult, error) {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	key := "webhooktest:" + hex.EncodeToString(b)
+	if err := a.queue.WebhookTest(ctx, accountID, key); err != nil {
+		return nil, err
+	}
+	res, err := a.redis.BLPop(ctx, a.cfg.WebhookTimeout+3*time.Second, key).Result()
+	if err != nil {
+		return nil, models.Errorf(models.CodeUnavailable, "no worker answered in time; is a worker running?")
+	}
+	var result jobs.WebhookTestResult
+	if err := json.Unmarshal([]byte(res[1]), &result); err != nil {
+		return nil, err
+	}
+	return &result, nil
+}

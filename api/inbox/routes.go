@@ -1,0 +1,143 @@
+package inbox
+
+import (
+	"encoding/base64"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+
+	"funnelchat/api/app"
+	"funnelchat/api/web"
+	"funnelchat/config"
+	"funnelchat/models"
+)
+
+// Deps are the inbox's dependencies, owned by the caller (the api's Server, which mounts it).
+type Deps struct {
+	Config *config.Config
+	// App runs the use cases the inbox shares with the JSON API; its store is the inbox's.
+	App   *app.App
+	Redis redis.UniversalClient
+	// Hub streams the accounts' live events to the pages.
+	Hub    *web.Hub
+	Logger *slog.Logger
+}
+
+// Handler serves the inbox: the account team's web app (README, "The inbox").
+type Handler struct {
+	cfg   *config.Config
+	app   *app.App
+	store *models.Store
+	redis redis.UniversalClient
+	hub   *web.Hub
+	https web.HTTPS
+	log   *slog.Logger
+}
+
+// New returns the inbox over d.
+func New(d Deps) *Handler {
+	h := &Handler{cfg: d.Config, app: d.App, store: d.App.Store(), redis: d.Redis, hub: d.Hub, https: web.HTTPSOf(d.Config), log: d.Logger}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	h.log = web.Logger(h.log)
+	return h
+}
+
+// Mount registers the inbox's pages on in, a router under /inbox whose middleware has given the
+// request its id and deadline and applied the HTTPS rule. Every page needs a session, every form a
+// CSRF token.
+func (h *Handler) Mount(in fiber.Router) {
+	in.Use(inboxSecurityHeaders)
+	in.Get("/static/:name", inboxStatic) // Fiber's Get answers HEAD as well
+	in.Get("/login", h.loginPage)
+	in.Post("/login", h.login)
+
+	auth := []fiber.Handler{h.requireSession, h.checkCSRF}
+	// A page answers HEAD too, as every GET route of the api does.
+	page := func(method, path string, h ...fiber.Handler) {
+		if method == fiber.MethodGet {
+			in.Add(fiber.MethodHead, path, slices.Concat(auth, h)...)
+		}
+		in.Add(method, path, slices.Concat(auth, h)...)
+	}
+	page(fiber.MethodPost, "/logout", h.logout)
+	page(fiber.MethodGet, "/", h.conversationsPage)
+	page(fiber.MethodGet, "/conversations/:id", h.conversationPage)
+	page(fiber.MethodPost, "/conversations/:id/reply", h.reply)
+	page(fiber.MethodPost, "/conversations/:id/bot", h.setBot)
+	page(fiber.MethodPost, "/messages/:id/retry", h.retry)
+	page(fiber.MethodGet, "/media/:id", h.media)
+	page(fiber.MethodGet, "/alerts", h.alertsPage)
+	page(fiber.MethodPost, "/alerts/:id/resolve", h.resolve)
+	page(fiber.MethodGet, "/campaigns", h.campaignsPage)
+	page(fiber.MethodPost, "/campaigns/:id/status", h.setCampaignStatus)
+	page(fiber.MethodGet, "/settings", h.settingsPage)
+	page(fiber.MethodPost, "/settings/api-key", h.requireOwner, h.generateKey)
+	page(fiber.MethodPost, "/settings/webhook", h.saveWebhook)
+	page(fiber.MethodPost, "/settings/webhook/test", h.sendTestEvent)
+	page(fiber.MethodPost, "/settings/alert-webhook", h.saveAlertWebhook)
+	page(fiber.MethodPost, "/settings/bot", h.saveBot)
+	page(fiber.MethodPost, "/settings/password", h.changePassword)
+	page(fiber.MethodPost, "/settings/team", h.requireOwner, h.addMember)
+	page(fiber.MethodPost, "/settings/team/:id/remove", h.requireOwner, h.removeMember)
+	page(fiber.MethodGet, "/events", h.inboxEvents)
+}
+
+// inboxEvents: GET /inbox/events streams the signed-in user's account events to the pages' script.
+func (h *Handler) inboxEvents(c *fiber.Ctx) error {
+	if err := h.hub.Stream(c, sessionOf(c).AccountID, true); err != nil {
+		return c.Status(fiber.StatusServiceUnavailable).SendString(models.ErrorMessage(err))
+	}
+	return nil
+}
+
+// media: GET /inbox/media/{messageId} serves a file that came embedded in a message (a data URI), so
+// that the page shows it without loading anything from another origin. It is sent as stored, under
+// its own restrictive policy: an image the page previews, anything else a download.
+func (h *Handler) media(c *fiber.Ctx) error {
+	sess := sessionOf(c)
+	m, err := h.store.MessageByID(c.UserContext(), sess.AccountID, c.Params("id"))
+	if err != nil {
+		if models.ErrorCode(err) == models.CodeNotFound {
+			return h.inboxNotFound(c)
+		}
+		return h.inboxFailure(c, err)
+	}
+	if m.MediaURL == nil {
+		return h.inboxNotFound(c)
+	}
+	raw := *m.MediaURL
+	if !strings.HasPrefix(strings.ToLower(raw), "data:") {
+		// A link: the browser goes there itself (the user clicked it).
+		if u, err := url.Parse(raw); err == nil && (u.Scheme == "https" || u.Scheme == "http") {
+			return c.Redirect(raw, fiber.StatusFound)
+		}
+		return h.inboxNotFound(c)
+	}
+	header, encoded, ok := strings.Cut(raw[len("data:"):], ",")
+	if !ok || !strings.HasSuffix(strings.ToLower(header), ";base64") {
+		return h.inboxNotFound(c)
+	}
+	body, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return h.inboxNotFound(c)
+	}
+	ctype := "application/octet-stream"
+	if m.MediaContentType != nil {
+		ctype = *m.MediaContentType
+	}
+	c.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	c.Set(fiber.HeaderCacheControl, "private, max-age=3600")
+	if previewable[ctype] {
+		c.Set(fiber.HeaderContentType, ctype)
+	} else {
+		c.Set(fiber.HeaderContentType, "application/octet-stream")
+		c.Set(fiber.HeaderContentDisposition, `attachment; filename="attachment"`)
+	}
+	return c.Send(body)
+}

@@ -1,0 +1,244 @@
+package inbox
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"funnelchat/models"
+)
+
+// settingsView is the settings page's data.
+type settingsView struct {
+	Webhook      *models.WebhookSettings
+	AlertWebhook string
+	Bot          *models.BotSettings
+	Users        []models.User
+	Owner        bool
+	OwnerUserID  string
+	// NewKey is the API key just generated: shown on this one response and never again.
+	NewKey string
+	// NewMember is a member just added, with the password to hand over (shown once).
+	NewMember *models.AddedUser
+	// RevealGone: the page was opened with a one-time reveal that was shown already (a reload).
+	RevealGone bool
+}
+
+// settingsPage: GET /inbox/settings[?shown=token]. With the token of a one-time reveal (a new API
+// key, a new member's password) made by this session, the page shows it, once.
+func (h *Handler) settingsPage(c *fiber.Ctx) error {
+	v := settingsView{}
+	if token := c.Query("shown"); token != "" {
+		r, err := h.takeReveal(c, token)
+		if err != nil {
+			return h.inboxFailure(c, err)
+		}
+		if r != nil {
+			r.view(&v)
+		} else {
+			v.RevealGone = true
+		}
+	}
+	return h.renderSettings(c, v)
+}
+
+func (h *Handler) renderSettings(c *fiber.Ctx, v settingsView) error {
+	sess := sessionOf(c)
+	ctx := c.UserContext()
+	acc, err := h.store.AccountByID(ctx, sess.AccountID)
+	if err != nil {
+		return h.inboxFailure(c, err)
+	}
+	if v.Webhook, err = h.app.WebhookSettings(ctx, acc.ID); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	if acc.AlertWebhookURL != nil {
+		v.AlertWebhook = *acc.AlertWebhookURL
+	}
+	if v.Bot, err = h.store.BotSettings(ctx, acc.ID); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	v.Owner = isOwner(sess)
+	if !v.Owner {
+		v.Webhook.SigningSecret = "" // the page never carries it to a member
+	}
+	v.OwnerUserID = acc.OwnerUserID
+	if v.Owner {
+		if v.Users, err = h.store.Users(ctx, acc.ID); err != nil {
+			return h.inboxFailure(c, err)
+		}
+	}
+	return h.render(c, fiber.StatusOK, "settings", h.view(c, "Settings", "settings", v))
+}
+
+const settingsPath = "/inbox/settings"
+
+// generateKey: POST /inbox/settings/api-key (owners) replaces the account's API key; the old key stops
+// working at once. The answer is 303 to the settings page, which shows the new key once.
+func (h *Handler) generateKey(c *fiber.Ctx) error {
+	key, err := h.store.RotateAPIKey(c.UserContext(), sessionOf(c).AccountID)
+	if err != nil {
+		return h.actionFailed(c, settingsPath+"#api-key", err)
+	}
+	return h.revealOnce(c, reveal{Key: key}, "#api-key")
+}
+
+// saveWebhook: POST /inbox/settings/webhook {url}.
+func (h *Handler) saveWebhook(c *fiber.Ctx) error {
+	url := strings.TrimSpace(c.FormValue("url"))
+	if url == "" {
+		return h.done(c, settingsPath+"#webhook", false, "Enter the webhook URL.")
+	}
+	if _, err := h.app.SaveWebhookURL(c.UserContext(), sessionOf(c).AccountID, url); err != nil {
+		return h.actionFailed(c, settingsPath+"#webhook", err)
+	}
+	return h.done(c, settingsPath+"#webhook", true, "Webhook saved.")
+}
+
+// sendTestEvent: POST /inbox/settings/webhook/test sends a signed test event and tells the outcome.
+func (h *Handler) sendTestEvent(c *fiber.Ctx) error {
+	res, err := h.app.TestWebhook(c.UserContext(), sessionOf(c).AccountID)
+	if err != nil {
+		return h.done(c, settingsPath+"#webhook", false, models.ErrorMessage(err))
+	}
+	switch {
+	case res.Delivered:
+		return h.done(c, settingsPath+"#webhook", true, fmt.Sprintf("Test event delivered (HTTP %d).", *res.StatusCode))
+	case res.Error != nil:
+		return h.done(c, settingsPath+"#webhook", false, "Test event not delivered: "+*res.Error)
+	}
+	return h.done(c, settingsPath+"#webhook", false, "Test event not delivered.")
+}
+
+// saveAlertWebhook: POST /inbox/settings/alert-webhook {url}; empty turns the alert webhook off.
+func (h *Handler) saveAlertWebhook(c *fiber.Ctx) error {
+	url, err := h.app.SaveAlertWebhookURL(c.UserContext(), sessionOf(c).AccountID, c.FormValue("url"))
+	if err != nil {
+		return h.actionFailed(c, settingsPath+"#alerts", err)
+	}
+	if url == "" {
+		return h.done(c, settingsPath+"#alerts", true, "Alert webhook turned off.")
+	}
+	return h.done(c, settingsPath+"#alerts", true, "Alert webhook saved.")
+}
+
+// saveBot: POST /inbox/settings/bot {active, instructions, goal, language}.
+func (h *Handler) saveBot(c *fiber.Ctx) error {
+	active := c.FormValue("active") == "true"
+	instructions, goal, lang := c.FormValue("instructions"), c.FormValue("goal"), c.FormValue("language")
+	_, err := h.store.UpdateBotSettings(c.UserContext(), sessionOf(c).AccountID, models.BotSettingsInput{
+		Active: &active, Instructions: &instructions, Goal: &goal, Language: &lang,
+	})
+	if err != nil {
+		return h.actionFailed(c, settingsPath+"#bot", err)
+	}
+	return h.done(c, settingsPath+"#bot", true, "Bot settings saved.")
+}
+
+// requireOwner lets only the account's owners generate the API key and manage the team (403 for a
+// member, however the request was made).
+func (h *Handler) requireOwner(c *fiber.Ctx) error {
+	if !isOwner(sessionOf(c)) {
+		return h.render(c, fiber.StatusForbidden, "problem", h.view(c, "Not allowed", "settings",
+			problemView{Heading: "Not allowed", Text: "Only the account's owners can generate the API key, see the signing secret and manage the team."}))
+	}
+	return c.Next()
+}
+
+// isOwner is the one rule for what only owners may do and see in the inbox.
+func isOwner(sess *session) bool { return sess.User.Role == models.RoleOwner }
+
+// addMember: POST /inbox/settings/team {email, role} adds a user with a generated password; the
+// answer is 303 to the settings page, which shows the password once.
+func (h *Handler) addMember(c *fiber.Ctx) error {
+	added, err := h.store.AddUser(c.UserContext(), sessionOf(c).AccountID, c.FormValue("email"), c.FormValue("role"))
+	if err != nil {
+		return h.actionFailed(c, settingsPath+"#team", err)
+	}
+	return h.revealOnce(c, reveal{MemberEmail: added.User.Email, MemberPassword: added.Password}, "#team")
+}
+
+// removeMember: POST /inbox/settings/team/{userId}/remove; the user's sessions end at once.
+func (h *Handler) removeMember(c *fiber.Ctx) error {
+	sess := sessionOf(c)
+	if c.Params("id") == sess.UserID {
+		return h.done(c, settingsPath+"#team", false, "You cannot remove yourself.")
+	}
+	if err := h.store.RemoveUser(c.UserContext(), sess.AccountID, c.Params("id")); err != nil {
+		return h.actionFailed(c, settingsPath+"#team", err)
+	}
+	return h.done(c, settingsPath+"#team", true, "Member removed.")
+}
+
+// changePassword: POST /inbox/settings/password {current, new}. Every session of the user ends,
+// this one included; the browser that changed it is signed in again with a new session.
+func (h *Handler) changePassword(c *fiber.Ctx) error {
+	sess := sessionOf(c)
+	ctx := c.UserContext()
+	if _, err := h.store.SignIn(ctx, sess.User.Email, c.FormValue("current")); err != nil {
+		if models.ErrorCode(err) == models.CodeUnauthorized {
+			return h.done(c, settingsPath+"#password", false, "The current password is wrong.")
+		}
+		return h.inboxFailure(c, err)
+	}
+	if err := h.store.SetPassword(ctx, sess.UserID, c.FormValue("new")); err != nil {
+		return h.actionFailed(c, settingsPath+"#password", err)
+	}
+	token, _, err := h.store.NewSession(ctx, sess.User)
+	if err != nil {
+		return h.inboxFailure(c, err)
+	}
+	h.setCookie(c, sessionCookie, token, 0)
+	return h.done(c, settingsPath+"#password", true, "Password changed; every other session was signed out.")
+}
+
+// campaignsPage: GET /inbox/campaigns lists the campaigns with their sends.
+func (h *Handler) campaignsPage(c *fiber.Ctx) error {
+	sess := sessionOf(c)
+	page, err := pageOf(c)
+	if err != nil {
+		return h.inboxNotFound(c)
+	}
+	campaigns, next, err := h.store.Campaigns(c.UserContext(), sess.AccountID, page)
+	if err != nil {
+		return h.inboxFailure(c, err)
+	}
+	all := make([]*models.Campaign, len(campaigns))
+	lists := map[string]string{}
+	for i := range campaigns {
+		all[i] = &campaigns[i]
+		if id := campaigns[i].ListID; id != nil {
+			if _, ok := lists[*id]; !ok {
+				if l, err := h.store.ListByID(c.UserContext(), sess.AccountID, *id); err == nil {
+					lists[*id] = l.Name
+				}
+			}
+		}
+	}
+	if err := h.store.CountSends(c.UserContext(), all...); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	return h.render(c, fiber.StatusOK, "campaigns", h.view(c, "Campaigns", "campaigns", struct {
+		Campaigns []models.Campaign
+		Lists     map[string]string
+		Next      string
+	}{campaigns, lists, next}))
+}
+
+// setCampaignStatus: POST /inbox/campaigns/{id}/status {status: live|paused}. Going live queues what
+// the pause held, as PATCH /v1/campaigns/{id} does.
+func (h *Handler) setCampaignStatus(c *fiber.Ctx) error {
+	status := c.FormValue("status")
+	if status != models.CampaignLive && status != models.CampaignPaused {
+		return h.done(c, "/inbox/campaigns", false, "Choose Live or Pause.")
+	}
+	campaign, err := h.app.UpdateCampaign(c.UserContext(), sessionOf(c).AccountID, c.Params("id"), models.CampaignInput{Status: &status})
+	if err != nil {
+		return h.actionFailed(c, "/inbox/campaigns", err)
+	}
+	if status == models.CampaignLive {
+		return h.done(c, "/inbox/campaigns", true, campaign.Name+" is live.")
+	}
+	return h.done(c, "/inbox/campaigns", true, campaign.Name+" is paused.")
+}
