@@ -113,7 +113,7 @@ type inboxView struct {
 	FlashOK bool
 	// FlashFor is the section of the page the flash belongs to ("" for the top of the page).
 	FlashFor string
-	Data    any
+	Data     any
 }
 
 // render writes a page (or, for the live script's refresh, only its live region) with status.
