@@ -78,6 +78,20 @@ func (s *Server) getCampaign(c *fiber.Ctx) error {
 	return c.JSON(campaign)
 }
 
+// campaignSends: GET /v1/campaigns/{id}/sends[?status=] -> {"data":[send...],"nextCursor"}: what
+// happened to each contact the campaign owes an opening, in the order owed.
+func (s *Server) campaignSends(c *fiber.Ctx) error {
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	sends, next, err := s.store.CampaignSends(c.UserContext(), accountOf(c).ID, c.Params("id"), c.Query("status"), page)
+	if err != nil {
+		return err
+	}
+	return c.JSON(pageBody(sends, next))
+}
+
 // listCampaigns: GET /v1/campaigns -> {"data":[campaign...],"nextCursor"}.
 func (s *Server) listCampaigns(c *fiber.Ctx) error {
 	page, err := pageOf(c)

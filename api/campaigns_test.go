@@ -292,6 +292,11 @@ func TestFollowUpsDueWhilePausedAreSentWhenLiveAtThePacingRate(t *testing.T) {
 	}
 	expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactIds": ids}), http.StatusCreated, "")
 	waitFor(t, 10*time.Second, "the four openings", func() bool { return len(campaignMessages(t, campaignID)) == 4 })
+	waitFor(t, 10*time.Second, "the four openings delivered", func() bool { return len(hook.deliveries()) == 4 })
+	waitFor(t, 10*time.Second, "the four sends settled", func() bool {
+		n, err := env.Store.DB().NewSelect().Table("campaign_sends").Where("campaign_id = ? AND status = 'sent'", campaignID).Count(t.Context())
+		return err == nil && n == 4
+	})
 	r := do(t, "PATCH", srv.URL+"/v1/campaigns/"+campaignID, key, map[string]any{"status": "paused"})
 	expect(t, r, http.StatusOK, "")
 	if s := r.JSON(t)["sends"].(map[string]any); s["sent"] != 4.0 || s["queued"] != 0.0 {

@@ -8,7 +8,7 @@ import (
 
 // putSMSSettings: PUT /v1/settings/channels/sms {"accountSid","authToken","from"} -> 200 without the
 // auth token.
-func (s *Server) putSMSSettings(c *fiber.Ctx) error {
+func (h *channels) putSMSSettings(c *fiber.Ctx) error {
 	var req models.SMSSettings
 	if err := decodeJSON(c, &req); err != nil {
 		return err
@@ -16,7 +16,7 @@ func (s *Server) putSMSSettings(c *fiber.Ctx) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	if err := s.store.SetSMSSettings(c.UserContext(), accountOf(c).ID, req); err != nil {
+	if err := h.store.SetSMSSettings(c.UserContext(), accountOf(c).ID, req); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"accountSid": req.AccountSID, "from": req.From, "authTokenSet": true})
@@ -24,7 +24,7 @@ func (s *Server) putSMSSettings(c *fiber.Ctx) error {
 
 // putWhatsAppSettings: PUT /v1/settings/channels/whatsapp {"phoneNumberId","accessToken","appSecret"?,
 // "verifyToken"?} -> 200 without the secrets.
-func (s *Server) putWhatsAppSettings(c *fiber.Ctx) error {
+func (h *channels) putWhatsAppSettings(c *fiber.Ctx) error {
 	var req models.WhatsAppSettings
 	if err := decodeJSON(c, &req); err != nil {
 		return err
@@ -32,7 +32,7 @@ func (s *Server) putWhatsAppSettings(c *fiber.Ctx) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	if err := s.store.SetWhatsAppSettings(c.UserContext(), accountOf(c).ID, req); err != nil {
+	if err := h.store.SetWhatsAppSettings(c.UserContext(), accountOf(c).ID, req); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{
@@ -44,20 +44,20 @@ func (s *Server) putWhatsAppSettings(c *fiber.Ctx) error {
 // putMessengerSettings: PUT /v1/settings/channels/messenger {"pageId","pageAccessToken","appSecret",
 // "verifyToken"} -> 200 with the page id only. Errors: VALIDATION_ERROR, CONFLICT when another account
 // has connected the page.
-func (s *Server) putMessengerSettings(c *fiber.Ctx) error {
-	return s.putMetaSettings(c, models.ChannelMessenger, &models.MessengerSettings{}, "pageId", "pageAccessTokenSet")
+func (h *channels) putMessengerSettings(c *fiber.Ctx) error {
+	return h.putMetaSettings(c, models.ChannelMessenger, &models.MessengerSettings{}, "pageId", "pageAccessTokenSet")
 }
 
 // putInstagramSettings: PUT /v1/settings/channels/instagram {"accountId","accessToken","appSecret",
 // "verifyToken"} -> 200 with the Instagram account id only. Errors: VALIDATION_ERROR, CONFLICT when
 // another account has connected the Instagram account.
-func (s *Server) putInstagramSettings(c *fiber.Ctx) error {
-	return s.putMetaSettings(c, models.ChannelInstagram, &models.InstagramSettings{}, "accountId", "accessTokenSet")
+func (h *channels) putInstagramSettings(c *fiber.Ctx) error {
+	return h.putMetaSettings(c, models.ChannelInstagram, &models.InstagramSettings{}, "accountId", "accessTokenSet")
 }
 
 // putMetaSettings saves the Meta channel's settings decoded into req and answers with the id (under
 // idField) and which secrets are set, never the secrets.
-func (s *Server) putMetaSettings(c *fiber.Ctx, channel string, req interface {
+func (h *channels) putMetaSettings(c *fiber.Ctx, channel string, req interface {
 	Meta() (models.MetaSettings, error)
 }, idField, tokenSetField string) error {
 	if err := decodeJSON(c, req); err != nil {
@@ -67,7 +67,7 @@ func (s *Server) putMetaSettings(c *fiber.Ctx, channel string, req interface {
 	if err != nil {
 		return err
 	}
-	if err := s.store.SetMetaSettings(c.UserContext(), accountOf(c).ID, channel, v); err != nil {
+	if err := h.store.SetMetaSettings(c.UserContext(), accountOf(c).ID, channel, v); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{idField: v.ID, tokenSetField: true, "appSecretSet": true, "verifyTokenSet": true})

@@ -12,7 +12,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/uptrace/bun"
 
-	"funnelchat/jobs"
 	"funnelchat/models"
 )
 
@@ -24,7 +23,7 @@ const idempotencyTTL = 25 * time.Hour
 // of the caller's sub-accounts is 404. With an Idempotency-Key header (or idempotency_key field) a repeat
 // returns the first response and grants nothing; the key with another body is 422; a repeat while the
 // first runs is 409.
-func (s *Server) grantCredits(c *fiber.Ctx) error {
+func (h *credits) grantCredits(c *fiber.Ctx) error {
 	var req struct {
 		Email          *string  `json:"email"`
 		Amount         *float64 `json:"amount"`
@@ -50,7 +49,7 @@ func (s *Server) grantCredits(c *fiber.Ctx) error {
 		return models.Errorf(models.CodeForbidden, "only agency accounts can grant credits")
 	}
 	if key == "" {
-		grant, err := s.store.GrantCredits(ctx, acc, in, nil)
+		grant, err := h.store.GrantCredits(ctx, acc, in, nil)
 		if err != nil {
 			return err
 		}
@@ -58,32 +57,32 @@ func (s *Server) grantCredits(c *fiber.Ctx) error {
 	}
 
 	fingerprint := grantFingerprint(in)
-	if stored, err := s.cachedIdempotent(ctx, acc.ID, key, fingerprint); err != nil || stored != nil {
+	if stored, err := h.cachedIdempotent(ctx, acc.ID, key, fingerprint); err != nil || stored != nil {
 		if err != nil {
 			return err
 		}
 		return sendStored(c, stored)
 	}
-	stored, err := s.store.BeginIdempotent(ctx, acc.ID, key, fingerprint)
+	stored, err := h.store.BeginIdempotent(ctx, acc.ID, key, fingerprint)
 	if err != nil {
 		return err
 	}
 	if stored != nil {
-		s.cacheIdempotent(ctx, acc.ID, key, fingerprint, stored)
+		h.cacheIdempotent(ctx, acc.ID, key, fingerprint, stored)
 		return sendStored(c, stored)
 	}
 	var body []byte
-	_, err = s.store.GrantCredits(ctx, acc, in, func(ctx context.Context, tx bun.Tx, g *models.Grant) error {
+	_, err = h.store.GrantCredits(ctx, acc, in, func(ctx context.Context, tx bun.Tx, g *models.Grant) error {
 		body, _ = json.Marshal(grantBody(g))
 		return models.FinishIdempotent(ctx, tx, acc.ID, key, fiber.StatusOK, string(body))
 	})
 	if err != nil {
-		if aerr := s.store.AbandonIdempotent(context.WithoutCancel(ctx), acc.ID, key); aerr != nil {
-			s.log.Error("idempotency claim not released", "error", aerr.Error(), "account_id", acc.ID)
+		if aerr := h.store.AbandonIdempotent(context.WithoutCancel(ctx), acc.ID, key); aerr != nil {
+			h.log.ErrorContext(ctx, "idempotency claim not released", "error", aerr.Error(), "account_id", acc.ID)
 		}
 		return err
 	}
-	s.cacheIdempotent(ctx, acc.ID, key, fingerprint, &models.StoredResponse{Status: fiber.StatusOK, Body: string(body)})
+	h.cacheIdempotent(ctx, acc.ID, key, fingerprint, &models.StoredResponse{Status: fiber.StatusOK, Body: string(body)})
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(body)
 }
@@ -130,8 +129,8 @@ func idempotencyCacheKey(accountID, key string) string { return "idempotency:" +
 
 // cachedIdempotent is the Redis fast path: a finished request's response, or nil on a miss (or when
 // Redis cannot answer, since the database decides anyway).
-func (s *Server) cachedIdempotent(ctx context.Context, accountID, key, fingerprint string) (*models.StoredResponse, error) {
-	raw, err := s.redis.Get(ctx, idempotencyCacheKey(accountID, key)).Bytes()
+func (h *credits) cachedIdempotent(ctx context.Context, accountID, key, fingerprint string) (*models.StoredResponse, error) {
+	raw, err := h.redis.Get(ctx, idempotencyCacheKey(accountID, key)).Bytes()
 	if err != nil {
 		return nil, nil
 	}
@@ -145,10 +144,10 @@ func (s *Server) cachedIdempotent(ctx context.Context, accountID, key, fingerpri
 	return &models.StoredResponse{Status: cached.Status, Body: cached.Body}, nil
 }
 
-func (s *Server) cacheIdempotent(ctx context.Context, accountID, key, fingerprint string, r *models.StoredResponse) {
+func (h *credits) cacheIdempotent(ctx context.Context, accountID, key, fingerprint string, r *models.StoredResponse) {
 	raw, _ := json.Marshal(cachedResponse{Fingerprint: fingerprint, Status: r.Status, Body: r.Body})
-	if err := s.redis.Set(ctx, idempotencyCacheKey(accountID, key), raw, idempotencyTTL).Err(); err != nil {
-		s.log.Warn("idempotency fast path not updated", "error", err.Error())
+	if err := h.redis.Set(ctx, idempotencyCacheKey(accountID, key), raw, idempotencyTTL).Err(); err != nil {
+		h.log.WarnContext(ctx, "idempotency fast path not updated", "error", err.Error())
 	}
 }
 
@@ -159,8 +158,8 @@ func sendStored(c *fiber.Ctx, r *models.StoredResponse) error {
 }
 
 // getCredits: GET /v1/credits -> {"balance"} of the caller.
-func (s *Server) getCredits(c *fiber.Ctx) error {
-	acc, err := s.store.AccountByID(c.UserContext(), accountOf(c).ID)
+func (h *credits) getCredits(c *fiber.Ctx) error {
+	acc, err := h.store.AccountByID(c.UserContext(), accountOf(c).ID)
 	if err != nil {
 		return err
 	}
@@ -168,12 +167,12 @@ func (s *Server) getCredits(c *fiber.Ctx) error {
 }
 
 // creditTransactions: GET /v1/credits/transactions -> the caller's credit history, newest first.
-func (s *Server) creditTransactions(c *fiber.Ctx) error {
+func (h *credits) creditTransactions(c *fiber.Ctx) error {
 	page, err := pageOf(c)
 	if err != nil {
 		return err
 	}
-	entries, next, err := s.store.CreditTransactions(c.UserContext(), accountOf(c).ID, page)
+	entries, next, err := h.store.CreditTransactions(c.UserContext(), accountOf(c).ID, page)
 	if err != nil {
 		return err
 	}
@@ -181,12 +180,12 @@ func (s *Server) creditTransactions(c *fiber.Ctx) error {
 }
 
 // listSubAccounts: GET /v1/subaccounts (agencies only).
-func (s *Server) listSubAccounts(c *fiber.Ctx) error {
+func (h *credits) listSubAccounts(c *fiber.Ctx) error {
 	page, err := pageOf(c)
 	if err != nil {
 		return err
 	}
-	subs, next, err := s.store.SubAccounts(c.UserContext(), accountOf(c), page)
+	subs, next, err := h.store.SubAccounts(c.UserContext(), accountOf(c), page)
 	if err != nil {
 		return err
 	}
@@ -196,7 +195,7 @@ func (s *Server) listSubAccounts(c *fiber.Ctx) error {
 // putAutoRecharge: PUT /v1/subaccounts/{id}/auto_recharge {"threshold","amount","webhookUrl"} -> 200
 // the settings. When the sub-account's balance falls below threshold, webhookUrl receives
 // {idempotency_key, sub_account_id, email, balance, threshold, amount} once per low-balance event.
-func (s *Server) putAutoRecharge(c *fiber.Ctx) error {
+func (h *credits) putAutoRecharge(c *fiber.Ctx) error {
 	var req struct {
 		Threshold  *float64 `json:"threshold"`
 		Amount     *float64 `json:"amount"`
@@ -208,12 +207,8 @@ func (s *Server) putAutoRecharge(c *fiber.Ctx) error {
 	if req.Threshold == nil || req.Amount == nil || req.WebhookURL == nil {
 		return models.Errorf(models.CodeValidation, "threshold, amount and webhookUrl are required")
 	}
-	url := strings.TrimSpace(*req.WebhookURL)
-	if err := jobs.ValidateWebhookURL(c.UserContext(), url, s.cfg.WebhookAllowPrivate); err != nil {
-		return err
-	}
-	settings, err := s.store.SetAutoRecharge(c.UserContext(), accountOf(c), c.Params("id"),
-		models.AutoRecharge{Threshold: *req.Threshold, Amount: *req.Amount, WebhookURL: url})
+	settings, err := h.app.SetAutoRecharge(c.UserContext(), accountOf(c), c.Params("id"),
+		models.AutoRecharge{Threshold: *req.Threshold, Amount: *req.Amount, WebhookURL: *req.WebhookURL})
 	if err != nil {
 		return err
 	}

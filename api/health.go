@@ -17,11 +17,11 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	ready := true
 	if err := s.store.Ping(ctx); err != nil {
 		checks["database"], ready = "unavailable", false
-		s.log.Warn("readiness: database", "error", err.Error())
+		s.log.WarnContext(ctx, "readiness: database", "error", err.Error())
 	}
 	if err := s.redis.Ping(ctx).Err(); err != nil {
 		checks["redis"], ready = "unavailable", false
-		s.log.Warn("readiness: redis", "error", err.Error())
+		s.log.WarnContext(ctx, "readiness: redis", "error", err.Error())
 	}
 	if !ready {
 		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "checks": checks})

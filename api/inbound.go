@@ -19,7 +19,7 @@ import (
 // smsInbound: POST /v1/channels/sms/inbound, Twilio's form webhook. The account is the one whose SMS
 // credentials have the AccountSid and the number written to; X-Twilio-Signature must verify with its
 // auth token (403 otherwise). Answers an empty TwiML response.
-func (s *Server) smsInbound(c *fiber.Ctx) error {
+func (h *channels) smsInbound(c *fiber.Ctx) error {
 	form, err := url.ParseQuery(string(c.Body()))
 	if err != nil {
 		return models.Errorf(models.CodeValidation, "expected a form-encoded Twilio webhook")
@@ -29,15 +29,15 @@ func (s *Server) smsInbound(c *fiber.Ctx) error {
 	if err != nil || to == "" || form.Get("AccountSid") == "" {
 		return models.Errorf(models.CodeValidation, "AccountSid and To are required")
 	}
-	accountID, err := s.store.AccountForChannel(ctx, models.ChannelSMS, form.Get("AccountSid")+":"+to)
+	accountID, err := h.store.AccountForChannel(ctx, models.ChannelSMS, form.Get("AccountSid")+":"+to)
 	if err != nil {
 		return models.Errorf(models.CodeForbidden, "signature does not verify")
 	}
-	creds, err := s.store.SMSSettings(ctx, accountID)
+	creds, err := h.store.SMSSettings(ctx, accountID)
 	if err != nil {
 		return err
 	}
-	if !jobs.VerifyTwilioSignature(creds.AuthToken, s.requestURL(c), form, c.Get("X-Twilio-Signature")) {
+	if !jobs.VerifyTwilioSignature(creds.AuthToken, h.requestURL(c), form, c.Get("X-Twilio-Signature")) {
 		return models.Errorf(models.CodeForbidden, "signature does not verify")
 	}
 	in := models.IncomingInput{
@@ -50,7 +50,7 @@ func (s *Server) smsInbound(c *fiber.Ctx) error {
 			in.Body = "(media)"
 		}
 	}
-	if err := s.ingestProviderMessage(c, accountID, in); err != nil {
+	if err := h.ingestProviderMessage(c, accountID, in); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, "text/xml")
@@ -58,9 +58,9 @@ func (s *Server) smsInbound(c *fiber.Ctx) error {
 }
 
 // requestURL is the URL the provider signed: the public scheme, host, path and query.
-func (s *Server) requestURL(c *fiber.Ctx) string {
+func (h *channels) requestURL(c *fiber.Ctx) string {
 	scheme := "http"
-	if s.https.IsTLS(c) {
+	if h.https.IsTLS(c) {
 		scheme = "https"
 	}
 	return scheme + "://" + c.Hostname() + c.OriginalURL()
@@ -69,24 +69,24 @@ func (s *Server) requestURL(c *fiber.Ctx) string {
 // ingestProviderMessage stores an inbound provider message and queues what it owes (app.AcceptIncoming);
 // a repeated provider message id is a no-op. Errors: VALIDATION_ERROR; UNAVAILABLE (the provider
 // retries).
-func (s *Server) ingestProviderMessage(c *fiber.Ctx, accountID string, in models.IncomingInput) error {
-	if err := in.Validate(s.cfg.MaxMediaBytes); err != nil {
+func (h *channels) ingestProviderMessage(c *fiber.Ctx, accountID string, in models.IncomingInput) error {
+	if err := in.Validate(h.cfg.MaxMediaBytes); err != nil {
 		return err
 	}
-	_, err := s.app.AcceptIncoming(c.UserContext(), accountID, in, nil)
+	_, err := h.app.AcceptIncoming(c.UserContext(), accountID, in, nil)
 	return err
 }
 
 // metaVerify answers Meta's subscription check on GET /v1/channels/{whatsapp,messenger,instagram}/inbound:
 // hub.challenge as text/plain when hub.mode is subscribe and hub.verify_token is the verify token an
 // account configured for that channel; 403 otherwise.
-func (s *Server) metaVerify(kind string) fiber.Handler {
+func (h *channels) metaVerify(kind string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		token := c.Query("hub.verify_token")
 		if c.Query("hub.mode") != "subscribe" || token == "" {
 			return models.Errorf(models.CodeForbidden, "not a subscription check: hub.mode=subscribe and hub.verify_token are required")
 		}
-		tokens, err := s.store.VerifyTokens(c.UserContext(), kind)
+		tokens, err := h.store.VerifyTokens(c.UserContext(), kind)
 		if err != nil {
 			return err
 		}
@@ -132,7 +132,7 @@ type whatsAppWebhook struct {
 // whatsAppInbound: POST /v1/channels/whatsapp/inbound, Meta's webhook. Each change names the phone
 // number id it was sent to, which names the account; X-Hub-Signature-256 must verify with that
 // account's app secret (403 otherwise).
-func (s *Server) whatsAppInbound(c *fiber.Ctx) error {
+func (h *channels) whatsAppInbound(c *fiber.Ctx) error {
 	raw := c.Body()
 	var hook whatsAppWebhook
 	if err := json.Unmarshal(raw, &hook); err != nil {
@@ -143,12 +143,12 @@ func (s *Server) whatsAppInbound(c *fiber.Ctx) error {
 	for _, entry := range hook.Entry {
 		for _, change := range entry.Changes {
 			v := change.Value
-			accountID, err := s.store.AccountForChannel(ctx, models.ChannelWhatsApp, v.Metadata.PhoneNumberID)
+			accountID, err := h.store.AccountForChannel(ctx, models.ChannelWhatsApp, v.Metadata.PhoneNumberID)
 			if err != nil {
 				return models.Errorf(models.CodeForbidden, "signature does not verify")
 			}
 			if !verified[accountID] {
-				creds, err := s.store.WhatsAppSettings(ctx, accountID)
+				creds, err := h.store.WhatsAppSettings(ctx, accountID)
 				if err != nil {
 					return err
 				}
@@ -174,12 +174,12 @@ func (s *Server) whatsAppInbound(c *fiber.Ctx) error {
 				default:
 					in.Body = "(" + m.Type + " message)"
 				}
-				if err := s.ingestProviderMessage(c, accountID, in); err != nil {
+				if err := h.ingestProviderMessage(c, accountID, in); err != nil {
 					if models.ErrorCode(err) != models.CodeValidation {
 						return err
 					}
 					// Meta retries a failed webhook for days: drop what cannot be stored, keep the rest.
-					s.log.WarnContext(ctx, "whatsapp message not stored", "account_id", accountID, "error", err.Error())
+					h.log.WarnContext(ctx, "whatsapp message not stored", "account_id", accountID, "error", err.Error())
 				}
 			}
 		}

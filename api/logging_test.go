@@ -125,3 +125,30 @@ func TestLogsAreStructuredAndKeepSecretsOut(t *testing.T) {
 		}
 	})
 }
+
+// TestWarningsCarryTheRequestID: a warning written deep in a request (here, a WhatsApp message that
+// cannot be stored, logged by the provider webhook while the rest of the batch is kept) names the
+// request it belongs to, as the access log line does, without the call passing it by hand.
+func TestWarningsCarryTheRequestID(t *testing.T) {
+	out := &logBuffer{}
+	log := slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv := startServerWith(t, log, "WEBHOOK_ALLOW_PRIVATE=true")
+	_, key := newAccount(t)
+	expect(t, do(t, "PUT", srv.URL+"/v1/settings/channels/whatsapp", key, map[string]any{
+		"phoneNumberId": "3098765", "accessToken": "wa-token", "appSecret": "app-secret", "verifyToken": "verify-me",
+	}), http.StatusOK, "")
+	body := []byte(`{"object":"whatsapp_business_account","entry":[{"changes":[{"value":{"metadata":{"phone_number_id":"3098765"},` +
+		`"messages":[{"from":"14155559401","id":"wamid.empty","type":"text","text":{"body":"   "}}]}}]}]}`)
+	r := do(t, "POST", srv.URL+"/v1/channels/whatsapp/inbound", "", body, "X-Hub-Signature-256: "+metaSign("app-secret", body), "X-Request-Id: trace-wa-1")
+	expect(t, r, http.StatusOK, "")
+	lines := out.lines(t)
+	warning := find(lines, map[string]string{"msg": "whatsapp message not stored"})
+	if warning == nil {
+		t.Fatalf("no warning for the message that could not be stored:\n%s", out.text())
+	}
+	for _, l := range lines {
+		if lvl, _ := l["level"].(string); (lvl == "WARN" || lvl == "ERROR") && l["request_id"] != "trace-wa-1" {
+			t.Errorf("a %s line without the request's id: %v", lvl, l)
+		}
+	}
+}

@@ -63,7 +63,7 @@ var metaObjects = map[string]string{models.ChannelMessenger: "page", models.Chan
 // page no account has connected are logged and acknowledged (Meta would retry them for days). Each
 // message is stored once (de-duplicated by its mid) and answered like any incoming message; echoes of
 // the page's own messages and receipts are acknowledged and not stored. 200 once all is stored.
-func (s *Server) metaInbound(channel string) fiber.Handler {
+func (h *channels) metaInbound(channel string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		raw := c.Body()
 		if len(bytes.TrimSpace(raw)) == 0 {
@@ -87,16 +87,16 @@ func (s *Server) metaInbound(channel string) fiber.Handler {
 			if strings.TrimSpace(entry.ID) == "" {
 				return models.Errorf(models.CodeValidation, "entry[%d].id is required", i)
 			}
-			accountID, err := s.store.AccountForChannel(ctx, channel, entry.ID)
+			accountID, err := h.store.AccountForChannel(ctx, channel, entry.ID)
 			if models.ErrorCode(err) == models.CodeNotFound {
-				s.log.WarnContext(c.UserContext(), channel+" webhook for a page no account has connected", "page_id", entry.ID)
+				h.log.WarnContext(c.UserContext(), channel+" webhook for a page no account has connected", "page_id", entry.ID)
 				continue
 			}
 			if err != nil {
 				return err
 			}
 			if !verified[accountID] {
-				creds, err := s.store.MetaSettings(ctx, accountID, channel)
+				creds, err := h.store.MetaSettings(ctx, accountID, channel)
 				if err != nil {
 					return err
 				}
@@ -116,12 +116,12 @@ func (s *Server) metaInbound(channel string) fiber.Handler {
 				if !ok {
 					continue
 				}
-				if err := s.ingestProviderMessage(c, accounts[i], in); err != nil {
+				if err := h.ingestProviderMessage(c, accounts[i], in); err != nil {
 					if models.ErrorCode(err) != models.CodeValidation && models.ErrorCode(err) != models.CodeTooLarge {
 						return err
 					}
 					// Meta retries a failed webhook for days: drop what cannot be stored, keep the rest.
-					s.log.WarnContext(c.UserContext(), channel+" message not stored", "account_id", accounts[i], "error", err.Error())
+					h.log.WarnContext(c.UserContext(), channel+" message not stored", "account_id", accounts[i], "error", err.Error())
 				}
 			}
 		}

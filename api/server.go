@@ -55,6 +55,24 @@ type Server struct {
 	fiber *fiber.App
 }
 
+// channels are the endpoints of the built-in channels: their settings, and the providers' inbound
+// webhooks, which authenticate with the provider's signature instead of an API key.
+type channels struct {
+	cfg   *config.Config
+	store *models.Store
+	app   *app.App
+	https web.HTTPS
+	log   *slog.Logger
+}
+
+// credits are the agency endpoints: balances, transactions, sub-accounts, grants and auto-recharge.
+type credits struct {
+	store *models.Store
+	app   *app.App
+	redis redis.UniversalClient
+	log   *slog.Logger
+}
+
 // New builds the server and its routes.
 func New(d Deps) *Server {
 	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, queue: d.Queue, log: d.Logger, asynqRedis: d.AsynqRedis}
@@ -121,6 +139,8 @@ func (s *Server) routes() {
 		Mount(s.fiber.Group("/inbox", s.https.Require))
 
 	v1 := s.fiber.Group("/v1", s.https.Require)
+	ch := &channels{cfg: s.cfg, store: s.store, app: s.app, https: s.https, log: s.log}
+	cr := &credits{store: s.store, app: s.app, redis: s.redis, log: s.log}
 	v1.Get("/openapi.json", s.openAPI)
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and
 	// a wrong method a 405 before any key is asked for (README, "API at a glance").
@@ -172,29 +192,30 @@ func (s *Server) routes() {
 	authed(fiber.MethodPut, "/settings/alert_webhook", s.putAlertWebhook)
 	authed(fiber.MethodGet, "/settings/bot", s.getBotSettings)
 	authed(fiber.MethodPut, "/settings/bot", s.putBotSettings)
-	authed(fiber.MethodPut, "/settings/channels/sms", s.putSMSSettings)
-	authed(fiber.MethodPut, "/settings/channels/whatsapp", s.putWhatsAppSettings)
-	authed(fiber.MethodPut, "/settings/channels/messenger", s.putMessengerSettings)
-	authed(fiber.MethodPut, "/settings/channels/instagram", s.putInstagramSettings)
+	authed(fiber.MethodPut, "/settings/channels/sms", ch.putSMSSettings)
+	authed(fiber.MethodPut, "/settings/channels/whatsapp", ch.putWhatsAppSettings)
+	authed(fiber.MethodPut, "/settings/channels/messenger", ch.putMessengerSettings)
+	authed(fiber.MethodPut, "/settings/channels/instagram", ch.putInstagramSettings)
 
 	// Provider webhooks authenticate with the provider's signature instead of an API key.
-	v1.Post("/channels/sms/inbound", s.smsInbound)
-	v1.Get("/channels/whatsapp/inbound", s.metaVerify(models.ChannelWhatsApp))
-	v1.Post("/channels/whatsapp/inbound", s.whatsAppInbound)
-	v1.Get("/channels/messenger/inbound", s.metaVerify(models.ChannelMessenger))
-	v1.Post("/channels/messenger/inbound", s.metaInbound(models.ChannelMessenger))
-	v1.Get("/channels/instagram/inbound", s.metaVerify(models.ChannelInstagram))
-	v1.Post("/channels/instagram/inbound", s.metaInbound(models.ChannelInstagram))
+	v1.Post("/channels/sms/inbound", ch.smsInbound)
+	v1.Get("/channels/whatsapp/inbound", ch.metaVerify(models.ChannelWhatsApp))
+	v1.Post("/channels/whatsapp/inbound", ch.whatsAppInbound)
+	v1.Get("/channels/messenger/inbound", ch.metaVerify(models.ChannelMessenger))
+	v1.Post("/channels/messenger/inbound", ch.metaInbound(models.ChannelMessenger))
+	v1.Get("/channels/instagram/inbound", ch.metaVerify(models.ChannelInstagram))
+	v1.Post("/channels/instagram/inbound", ch.metaInbound(models.ChannelInstagram))
 
-	authed(fiber.MethodGet, "/credits", s.getCredits)
-	authed(fiber.MethodGet, "/credits/transactions", s.creditTransactions)
-	authed(fiber.MethodGet, "/subaccounts", s.listSubAccounts)
-	authed(fiber.MethodPut, "/subaccounts/:id/auto_recharge", s.putAutoRecharge)
+	authed(fiber.MethodGet, "/credits", cr.getCredits)
+	authed(fiber.MethodGet, "/credits/transactions", cr.creditTransactions)
+	authed(fiber.MethodGet, "/subaccounts", cr.listSubAccounts)
+	authed(fiber.MethodPut, "/subaccounts/:id/auto_recharge", cr.putAutoRecharge)
 	// Credit grants take the key in a header only (README, "Agencies and credits"): the query form is refused with 401.
-	v1.Post("/subaccounts/credits", s.authenticate(false), s.rateLimit, s.grantCredits)
+	v1.Post("/subaccounts/credits", s.authenticate(false), s.rateLimit, cr.grantCredits)
 
 	authed(fiber.MethodPost, "/campaigns", s.createCampaign)
 	authed(fiber.MethodGet, "/campaigns", s.listCampaigns)
 	authed(fiber.MethodGet, "/campaigns/:id", s.getCampaign)
 	authed(fiber.MethodPatch, "/campaigns/:id", s.patchCampaign)
+	authed(fiber.MethodGet, "/campaigns/:id/sends", s.campaignSends)
 }

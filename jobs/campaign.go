@@ -144,13 +144,8 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	}
 	campaignSends.Inc()
 	h.Log.InfoContext(ctx, "campaign opening written", "campaign_id", campaign.ID, "message_id", m.ID, "account_id", campaign.AccountID)
-	if err := h.Queue.Deliver(ctx, m.ID, m.DeliveryRound); err != nil {
-		return err
-	}
-	if delays := campaign.FollowUpDelaysHours; campaign.FollowUpsEnabled && len(delays) > 0 {
-		return h.Queue.FollowUp(ctx, send.ID, 1, m.CreatedAt.Add(hours(delays[0])))
-	}
-	return nil
+	// Its first follow-up is queued once it is delivered (settleOpening).
+	return h.Queue.Deliver(ctx, m.ID, m.DeliveryRound)
 }
 
 // campaignDecision asks the outgoing door about a campaign's message to the contact: where it goes
@@ -207,7 +202,7 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return gone(err)
 	}
-	if send.Status != models.SendSent || send.FollowUpsDone || send.FollowUpStep != p.Step-1 || send.SentAt == nil {
+	if send.Status != models.SendSent || send.FollowUpsDone || send.FollowUpStep != p.Step-1 || send.SentAt == nil || send.MessageID == nil {
 		return nil
 	}
 	campaign, err := h.Store.Campaign(ctx, send.CampaignID)
@@ -221,7 +216,12 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 		// Held: resuming the campaign queues it again, to go out at the pacing rate.
 		return h.Store.HoldFollowUp(ctx, send.ID)
 	}
-	replied, err := h.Store.ContactWroteSince(ctx, send.ContactID, *send.SentAt)
+	// Any reply since the opening was written counts, also one that came before its delivery ended.
+	opening, err := h.Store.Message(ctx, *send.MessageID)
+	if err != nil {
+		return err
+	}
+	replied, err := h.Store.ContactWroteSince(ctx, send.ContactID, opening.CreatedAt)
 	if err != nil {
 		return err
 	}

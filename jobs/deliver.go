@@ -82,7 +82,13 @@ func (h *Handler) attempt(ctx context.Context, m *models.Message, acc *models.Ac
 	if res.OK() {
 		out.Error = ""
 		deliveries.WithLabelValues(m.Transport, "sent").Inc()
-		return nil, h.recordSent(ctx, m.ID, out)
+		if err := h.recordSent(ctx, m.ID, out); err != nil {
+			return nil, err
+		}
+		if m.Author == models.AuthorCampaign {
+			return nil, h.settleOpening(ctx, m.ID, true, time.Now(), "")
+		}
+		return nil, nil
 	}
 	schedule := h.Config.WebhookRetrySchedule
 	final := !res.Retryable || n >= len(schedule)
@@ -96,6 +102,11 @@ func (h *Handler) attempt(ctx context.Context, m *models.Message, acc *models.Ac
 	m.Error = &res.Error
 	if final {
 		deliveries.WithLabelValues(m.Transport, "failed").Inc()
+		if m.Author == models.AuthorCampaign {
+			if err := h.settleOpening(ctx, m.ID, false, time.Now(), res.Error); err != nil {
+				return nil, err
+			}
+		}
 		return nil, fmt.Errorf("deliver %s: %s: %w", m.ID, res.Error, asynq.SkipRetry)
 	}
 	deliveries.WithLabelValues(m.Transport, "retry").Inc()
@@ -108,6 +119,17 @@ func (q *Queue) DeliverRetry(ctx context.Context, messageID string, round, prior
 	return q.enqueue(ctx, TypeWebhookDeliver, DeliverPayload{MessageID: messageID, Round: round, Prior: prior},
 		asynq.TaskID(fmt.Sprintf("deliver:%s:%d", messageID, round)), asynq.Queue(QueueCritical),
 		asynq.MaxRetry(max(len(q.cfg.WebhookRetrySchedule)-prior, 0)), asynq.ProcessAt(at))
+}
+
+// settleOpening records on a campaign send how its opening's delivery ended, and queues the first
+// follow-up of a delivered one: a follow-up's delay counts from its opening's delivery, and a contact
+// whose opening failed gets none. For any other message it changes nothing.
+func (h *Handler) settleOpening(ctx context.Context, messageID string, delivered bool, at time.Time, failure string) error {
+	due, err := h.Store.SettleOpening(ctx, messageID, delivered, at, failure)
+	if err != nil || due == nil {
+		return err
+	}
+	return h.Queue.FollowUp(ctx, due.SendID, due.Step, due.DueAt)
 }
 
 // recordSent records a delivery the receiver accepted. Failing here would retry the task and send the

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"funnelchat/models"
 )
 
 // sweepBatch bounds how much one sweep re-enqueues; the next sweep takes the rest.
@@ -46,6 +48,18 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 	}
 	for _, f := range due.FollowUps {
 		if err := h.Queue.FollowUp(ctx, f.SendID, f.Step, time.Now()); err != nil {
+			return err
+		}
+	}
+	for _, u := range due.Unsettled {
+		at, failure := time.Now(), ""
+		if u.SentAt != nil {
+			at = *u.SentAt
+		}
+		if u.Error != nil {
+			failure = *u.Error
+		}
+		if err := h.settleOpening(ctx, u.MessageID, u.Status == models.StatusSent, at, failure); err != nil {
 			return err
 		}
 	}

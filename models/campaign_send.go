@@ -8,20 +8,23 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Campaign send states.
+// Campaign send states: what happened to the person, following the opening message.
 const (
 	SendQueued  = "queued"  // owed, waiting for its time and the pacing limiter
 	SendHeld    = "held"    // the campaign was not live when its turn came; resuming queues it again
-	SendSent    = "sent"    // the opening message was written and handed to delivery
+	SendPending = "pending" // the opening was written; its delivery is in progress or waits for a retry
+	SendSent    = "sent"    // the opening was delivered: the receiver or provider accepted it
 	SendSkipped = "skipped" // not needed, with the reason in detail (the lead wrote first)
-	SendFailed  = "failed"  // the contact cannot be reached on the channel; detail says why
+	SendFailed  = "failed"  // the contact cannot be reached, or the opening's delivery failed; detail says why
 )
 
 // SendCounts is how a campaign's opening messages stand: queued (waiting for their time, the pacing
-// limiter or the campaign to be live again), sent, failed (the contact cannot be reached on the
-// campaign's channel), and skipped (the lead wrote first, so no opening was needed).
+// limiter or the campaign to be live again), pending (written, being delivered or waiting for a
+// retry), sent (delivered), failed (the contact cannot be reached on the campaign's channel, or the
+// delivery failed for good), and skipped (the lead wrote first, so no opening was needed).
 type SendCounts struct {
 	Queued  int `json:"queued"`
+	Pending int `json:"pending"`
 	Sent    int `json:"sent"`
 	Failed  int `json:"failed"`
 	Skipped int `json:"skipped"`
@@ -53,6 +56,8 @@ func (s *Store) CountSends(ctx context.Context, campaigns ...*Campaign) error {
 		switch r.Status {
 		case SendQueued, SendHeld:
 			counts.Queued += r.N
+		case SendPending:
+			counts.Pending += r.N
 		case SendSent:
 			counts.Sent += r.N
 		case SendFailed:
@@ -81,7 +86,10 @@ type CampaignSend struct {
 	FollowUpHeld   bool       `bun:"follow_up_held"`
 	NextFollowUpAt *time.Time `bun:"next_follow_up_at"`
 	CreatedAt      time.Time  `bun:"created_at"`
-	SentAt         *time.Time `bun:"sent_at"`
+	// SentAt is when the opening was delivered; follow-ups count from it.
+	SentAt *time.Time `bun:"sent_at"`
+	// StatusAt is when the send reached its status.
+	StatusAt *time.Time `bun:"status_at"`
 }
 
 // DueSend names a send to enqueue and when it may run.
@@ -106,7 +114,7 @@ func triggerCampaigns(ctx context.Context, tx bun.Tx, accountID, listID string, 
 		for _, contactID := range contactIDs {
 			send := &CampaignSend{
 				ID: newID(prefixSend), AccountID: accountID, CampaignID: c.ID, ContactID: contactID, Status: SendQueued,
-				DueAt: at.Add(time.Duration(c.OpeningDelayMinutes) * time.Minute), CreatedAt: at,
+				DueAt: at.Add(time.Duration(c.OpeningDelayMinutes) * time.Minute), CreatedAt: at, StatusAt: &at,
 			}
 			res, err := tx.NewInsert().Model(send).On("CONFLICT DO NOTHING").Exec(ctx)
 			if err != nil {
@@ -131,7 +139,7 @@ type Resumed struct {
 func resumeSends(ctx context.Context, tx bun.Tx, campaignID string) (*Resumed, error) {
 	r := &Resumed{}
 	err := tx.NewUpdate().Model((*CampaignSend)(nil)).
-		Set("status = ?", SendQueued).
+		Set("status = ?", SendQueued).Set("status_at = ?", now()).
 		Where("campaign_id = ? AND status = ?", campaignID, SendHeld).
 		Returning("id, due_at").
 		Scan(ctx, &r.Openings)
@@ -171,7 +179,8 @@ func (s *Store) CampaignSend(ctx context.Context, id string) (*CampaignSend, err
 
 // SetSendStatus moves a queued send to held, skipped or failed (with the reason).
 func (s *Store) SetSendStatus(ctx context.Context, id, status, detail string) error {
-	q := s.db.NewUpdate().Model((*CampaignSend)(nil)).Set("status = ?", status).Where("id = ? AND status = ?", id, SendQueued)
+	q := s.db.NewUpdate().Model((*CampaignSend)(nil)).Set("status = ?", status).Set("status_at = ?", now()).
+		Where("id = ? AND status = ?", id, SendQueued)
 	if detail != "" {
 		q = q.Set("detail = ?", detail)
 	}
@@ -194,22 +203,17 @@ type OutgoingMessage struct {
 	ToID     string // the contact's address on the transport: fromId, phone or email
 }
 
-// WriteOpening stores a campaign's opening message for a queued send, marks the send sent, schedules
-// its first follow-up and makes the campaign the contact's conversation campaign, in one transaction.
-// A send that is no longer queued (written by another run) returns (nil, nil).
+// WriteOpening stores a campaign's opening message for a queued send, marks the send pending (its
+// delivery decides sent or failed: SettleOpening) and makes the campaign the contact's conversation
+// campaign, in one transaction. A send that is no longer queued (written by another run) returns
+// (nil, nil).
 func (s *Store) WriteOpening(ctx context.Context, send *CampaignSend, out OutgoingMessage) (*Message, error) {
 	m := newCampaignMessage(out)
 	var written bool
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		q := tx.NewUpdate().Model((*CampaignSend)(nil)).
-			Set("status = ?", SendSent).Set("message_id = ?", m.ID).Set("sent_at = ?", m.CreatedAt).
-			Where("id = ? AND status = ?", send.ID, SendQueued)
-		if delays := out.Campaign.FollowUpDelaysHours; out.Campaign.FollowUpsEnabled && len(delays) > 0 {
-			q = q.Set("next_follow_up_at = ?", m.CreatedAt.Add(hours(delays[0])))
-		} else {
-			q = q.Set("follow_ups_done = ?", true)
-		}
-		res, err := q.Exec(ctx)
+		res, err := tx.NewUpdate().Model((*CampaignSend)(nil)).
+			Set("status = ?", SendPending).Set("message_id = ?", m.ID).Set("status_at = ?", m.CreatedAt).
+			Where("id = ? AND status = ?", send.ID, SendQueued).Exec(ctx)
 		if err != nil {
 			return err
 		}
@@ -227,6 +231,57 @@ func (s *Store) WriteOpening(ctx context.Context, send *CampaignSend, out Outgoi
 	}
 	s.emit(ctx, m.AccountID, EventMessageCreated, m)
 	return m, nil
+}
+
+// SettleOpening records the outcome of an opening message's delivery on its send: delivered, the
+// send is sent and its first follow-up (if the campaign has any) falls due its delay after at, which
+// is returned; failed for good, the send is failed with the error and gets no follow-up. A message
+// that is no campaign send's opening, or a send settled already, changes nothing (nil). A failed
+// opening redelivered later is settled again when that delivery ends.
+func (s *Store) SettleOpening(ctx context.Context, messageID string, delivered bool, at time.Time, failure string) (*DueFollowUp, error) {
+	send := new(CampaignSend)
+	err := s.db.NewSelect().Model(send).Where("message_id = ? AND status IN (?)", messageID, bun.In([]string{SendPending, SendFailed})).
+		Limit(1).Scan(ctx)
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("settle opening: %w", err)
+	}
+	q := s.db.NewUpdate().Model((*CampaignSend)(nil)).Set("status_at = ?", at).
+		Where("id = ? AND status IN (?)", send.ID, bun.In([]string{SendPending, SendFailed}))
+	if !delivered {
+		if send.Status == SendFailed {
+			return nil, nil
+		}
+		_, err := q.Set("status = ?", SendFailed).Set("detail = ?", failure).
+			Set("follow_ups_done = ?", true).Set("next_follow_up_at = NULL").Exec(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("settle opening: %w", err)
+		}
+		return nil, nil
+	}
+	campaign, err := s.Campaign(ctx, send.CampaignID)
+	if err != nil {
+		return nil, fmt.Errorf("settle opening: %w", err)
+	}
+	q = q.Set("status = ?", SendSent).Set("detail = NULL").Set("sent_at = ?", at)
+	var due *DueFollowUp
+	if delays := campaign.FollowUpDelaysHours; campaign.FollowUpsEnabled && len(delays) > 0 {
+		next := at.Add(hours(delays[0]))
+		q = q.Set("follow_ups_done = ?", false).Set("next_follow_up_at = ?", next)
+		due = &DueFollowUp{SendID: send.ID, Step: 1, DueAt: next}
+	} else {
+		q = q.Set("follow_ups_done = ?", true)
+	}
+	res, err := q.Exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("settle opening: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, nil // settled by another run
+	}
+	return due, nil
 }
 
 // WriteFollowUp stores follow-up number step (1-based) of a send and schedules the next one, unless
@@ -312,4 +367,70 @@ func (s *Store) ContactAddress(ctx context.Context, c *Contact, transport string
 		return *c.Email, nil
 	}
 	return "", nil
+}
+
+// SendView is a campaign send as GET /v1/campaigns/{id}/sends lists it.
+type SendView struct {
+	ID        string     `json:"-"`
+	ContactID string     `json:"contactId"`
+	Status    string     `json:"status"`
+	Reason    *string    `json:"reason"`
+	Variant   *int       `json:"variant"`
+	MessageID *string    `json:"messageId"`
+	NotBefore *time.Time `json:"notBefore"`
+	At        time.Time  `json:"at"`
+}
+
+// sendStatuses are the statuses a send is listed with (a held send is listed as queued).
+var sendStatuses = []string{SendQueued, SendPending, SendSent, SendFailed, SendSkipped}
+
+// CampaignSends lists a campaign's sends in the order they were owed, with status only those in
+// status ("" for all). Errors: NOT_FOUND (another account's campaign too), VALIDATION_ERROR for an
+// unknown status or cursor.
+func (s *Store) CampaignSends(ctx context.Context, accountID, campaignID, status string, page Page) ([]SendView, string, error) {
+	if _, err := s.CampaignByID(ctx, accountID, campaignID); err != nil {
+		return nil, "", err
+	}
+	q := s.db.NewSelect().Model((*CampaignSend)(nil)).Where("campaign_id = ?", campaignID).Order("id").Limit(int64(page.Limit) + 1)
+	switch {
+	case status == SendQueued:
+		q = q.Where("status IN (?)", bun.In([]string{SendQueued, SendHeld}))
+	case status != "":
+		known := false
+		for _, st := range sendStatuses {
+			known = known || st == status
+		}
+		if !known {
+			return nil, "", Errorf(CodeValidation, "status must be one of queued, pending, sent, failed, skipped")
+		}
+		q = q.Where("status = ?", status)
+	}
+	if page.Cursor != "" {
+		q = q.Where("id > ?", page.Cursor)
+	}
+	var rows []CampaignSend
+	if err := q.Scan(ctx, &rows); err != nil {
+		return nil, "", fmt.Errorf("campaign sends: %w", err)
+	}
+	next := ""
+	if len(rows) > page.Limit {
+		rows = rows[:page.Limit]
+		next = rows[len(rows)-1].ID
+	}
+	out := make([]SendView, len(rows))
+	for i, r := range rows {
+		v := SendView{ID: r.ID, ContactID: r.ContactID, Status: r.Status, Reason: r.Detail, MessageID: r.MessageID, At: r.CreatedAt}
+		if r.StatusAt != nil {
+			v.At = *r.StatusAt
+		}
+		if r.Status == SendHeld {
+			v.Status = SendQueued
+		}
+		if v.Status == SendQueued {
+			due := r.DueAt
+			v.NotBefore = &due
+		}
+		out[i] = v
+	}
+	return out, next, nil
 }

@@ -348,6 +348,14 @@ func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Me
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, Errorf(CodeConflict, "message is %s; only a failed message can be redelivered", m.Status)
 	}
+	if m.Author == AuthorCampaign {
+		// A failed opening being delivered again: its send is pending until this delivery ends.
+		_, err := s.db.NewUpdate().Model((*CampaignSend)(nil)).Set("status = ?", SendPending).Set("detail = NULL").
+			Set("status_at = ?", now()).Where("message_id = ? AND status = ?", m.ID, SendFailed).Exec(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("redeliver: %w", err)
+		}
+	}
 	m, err = s.Message(ctx, m.ID)
 	if err == nil {
 		s.emit(ctx, accountID, EventMessageUpdated, m)

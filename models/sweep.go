@@ -22,12 +22,24 @@ type DueWorkList struct {
 	Alerts     []string
 	Openings   []DueSend
 	FollowUps  []DueFollowUp
+	// Unsettled are openings whose delivery ended but whose send does not say so yet (a worker died
+	// between recording the delivery and settling the send).
+	Unsettled []UnsettledOpening
 }
 
 // DueFollowUp names the next follow-up of a send.
 type DueFollowUp struct {
-	SendID string `bun:"id"`
-	Step   int    `bun:"step"`
+	SendID string    `bun:"id"`
+	Step   int       `bun:"step"`
+	DueAt  time.Time `bun:"-"`
+}
+
+// UnsettledOpening is an opening message whose delivery ended (sent, or failed with no retry left).
+type UnsettledOpening struct {
+	MessageID string     `bun:"id"`
+	Status    string     `bun:"status"`
+	SentAt    *time.Time `bun:"sent_at"`
+	Error     *string    `bun:"error"`
 }
 
 // DueWork lists work that should have been done before cutoff but was not: incoming messages still
@@ -65,6 +77,14 @@ func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueW
 		Order("next_follow_up_at").Limit(int64(limit)).Scan(ctx, &due.FollowUps)
 	if err != nil {
 		return nil, fmt.Errorf("due follow-ups: %w", err)
+	}
+	err = s.db.NewSelect().TableExpr("messages AS m").ColumnExpr("m.id, m.status, m.sent_at, m.error").
+		Join("JOIN campaign_sends AS cs ON cs.message_id = m.id").
+		Where("cs.status = ? AND (m.status = ? OR (m.status = ? AND m.next_attempt_at IS NULL)) AND m.created_at < ?",
+			SendPending, StatusSent, StatusFailed, cutoff).
+		Order("m.created_at").Limit(int64(limit)).Scan(ctx, &due.Unsettled)
+	if err != nil {
+		return nil, fmt.Errorf("unsettled openings: %w", err)
 	}
 	return due, nil
 }

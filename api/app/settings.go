@@ -24,10 +24,26 @@ func (a *App) SaveWebhookURL(ctx context.Context, accountID, url string) (*model
 	if url == "" {
 		return nil, models.Errorf(models.CodeValidation, "url is required")
 	}
-	if err := jobs.ValidateWebhookURL(ctx, url, a.cfg.WebhookAllowPrivate); err != nil {
+	if err := a.checkWebhookURL(ctx, url); err != nil {
 		return nil, err
 	}
 	return a.store.SetWebhookURL(ctx, accountID, url, jobs.NewWebhookSecret())
+}
+
+// SetAutoRecharge checks the auto-recharge webhook URL and saves a sub-account's auto-recharge for
+// its agency. Errors: VALIDATION_ERROR, and those of SetAutoRecharge.
+func (a *App) SetAutoRecharge(ctx context.Context, agency *models.Account, subAccountID string, in models.AutoRecharge) (*models.AutoRecharge, error) {
+	in.WebhookURL = strings.TrimSpace(in.WebhookURL)
+	if err := a.checkWebhookURL(ctx, in.WebhookURL); err != nil {
+		return nil, err
+	}
+	return a.store.SetAutoRecharge(ctx, agency, subAccountID, in)
+}
+
+// checkWebhookURL is the one check of a URL the worker will call: https and public, unless
+// WEBHOOK_ALLOW_PRIVATE. Errors: VALIDATION_ERROR.
+func (a *App) checkWebhookURL(ctx context.Context, url string) error {
+	return jobs.ValidateWebhookURL(ctx, url, a.cfg.WebhookAllowPrivate)
 }
 
 // SaveAlertWebhookURL checks and saves the URL that receives alerts; "" turns alerts off. Errors:
@@ -35,7 +51,7 @@ func (a *App) SaveWebhookURL(ctx context.Context, accountID, url string) (*model
 func (a *App) SaveAlertWebhookURL(ctx context.Context, accountID, url string) (string, error) {
 	url = strings.TrimSpace(url)
 	if url != "" {
-		if err := jobs.ValidateWebhookURL(ctx, url, a.cfg.WebhookAllowPrivate); err != nil {
+		if err := a.checkWebhookURL(ctx, url); err != nil {
 			return "", err
 		}
 	}
