@@ -27,11 +27,13 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	// As in production (cmd/api), the api authenticates through the key cache in Redis, and changes
 	// are published for live listeners.
-	os.Exit(testenv.Main(m, &env, func() error {
+	code := testenv.Main(m, &env, func() error {
 		env.Store.UseKeyCache(env.Redis)
 		env.Store.UseEvents(models.NewRedisEvents(env.Redis, nil))
 		return nil
-	}))
+	})
+	closeChromium()
+	os.Exit(code)
 }
 
 // server is a real api server on a loopback port, backed by the package's database and Redis.

@@ -145,17 +145,56 @@ func enqueuePending(t *testing.T, queues []string) {
 	}
 }
 
-// startChromium starts headless Chromium with a fresh profile and returns the context of its first
-// tab. Every browser step of the test runs under browserTimeout; the browser is closed at cleanup.
+// chromium is the package's one headless Chromium, started by the first browser test and closed by
+// TestMain: starting a browser takes a second or two, and the tests need not pay it each. Each test
+// gets a browser context of its own in it (startChromium), as isolated as a fresh profile: its own
+// cookies, storage and cache.
+var chromium struct {
+	once    sync.Once
+	browser context.Context
+	close   func()
+	err     error
+	log     string
+}
+
+// startChromium returns the context of a new, isolated browser context in the package's Chromium
+// (started on first use); every browser step of the test runs under browserTimeout, and the browser
+// context is disposed of at cleanup.
 func startChromium(t *testing.T) context.Context {
 	t.Helper()
-	profile := t.TempDir()
-	output, err := os.Create(filepath.Join(t.TempDir(), "chromium.log"))
-	if err != nil {
-		t.Fatal(err)
+	chromium.once.Do(launchChromium)
+	if chromium.err != nil {
+		t.Fatalf("start %s: %v\n%s", chromiumPath, chromium.err, chromiumLog(chromium.log))
 	}
-	ctx, cancelTimeout := context.WithTimeout(context.Background(), browserTimeout)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+	ctx, cancelTimeout := context.WithTimeout(chromium.browser, browserTimeout)
+	browser, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(func() {
+		cancel() // disposes of the browser context
+		cancelTimeout()
+		if t.Failed() {
+			t.Logf("chromium output, without its D-Bus complaints (there is no bus here):\n%s", chromiumLog(chromium.log))
+		}
+	})
+	if err := chromedp.Do(browser); err != nil {
+		t.Fatalf("open a browser context: %v", err)
+	}
+	return browser
+}
+
+// launchChromium starts the package's Chromium with a fresh profile.
+func launchChromium() {
+	profile, err := os.MkdirTemp("", "chromium-profile-")
+	if err != nil {
+		chromium.err = err
+		return
+	}
+	output, err := os.CreateTemp("", "chromium-*.log")
+	if err != nil {
+		chromium.err = err
+		return
+	}
+	chromium.log = output.Name()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Flag("headless", true),
 		chromedp.Flag("no-sandbox", true),
@@ -170,23 +209,24 @@ func startChromium(t *testing.T) context.Context {
 		chromedp.CombinedOutput(output),
 	)
 	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		if err := chromedp.Cancel(browser); err != nil {
-			t.Logf("close chromium: %v", err)
-		}
+	chromium.browser = browser
+	chromium.close = func() {
+		_ = chromedp.Cancel(browser)
 		cancelBrowser()
 		cancelAlloc() // waits for the process to exit
-		cancelTimeout()
 		_ = output.Close()
-		if t.Failed() {
-			t.Logf("chromium output, without its D-Bus complaints (there is no bus here):\n%s", chromiumLog(output.Name()))
-		}
-	})
-	// The first run starts the browser.
-	if err := chromedp.Do(browser); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
+		_ = os.Remove(output.Name())
+		_ = os.RemoveAll(profile)
 	}
-	return browser
+	// The first run starts the browser.
+	chromium.err = chromedp.Do(browser)
+}
+
+// closeChromium ends the package's Chromium, if a test started it.
+func closeChromium() {
+	if chromium.close != nil {
+		chromium.close()
+	}
 }
 
 // chromiumLog returns the last lines of Chromium's output that are not about D-Bus.
