@@ -110,3 +110,37 @@ func TestCampaignSendsFollowTheirOpeningsDelivery(t *testing.T) {
 		expect(t, do(t, "GET", srv.URL+"/v1/campaigns/"+campaignID+"/sends", otherKey, nil), http.StatusNotFound, "NOT_FOUND")
 	})
 }
+
+// TestSweepSettlesAnOpeningWhoseDeliveryWentUnrecorded: a worker that dies between recording an
+// opening's delivery and settling its send leaves the send pending; the sweep settles it, and the
+// follow-up it owes is queued then.
+func TestSweepSettlesAnOpeningWhoseDeliveryWentUnrecorded(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorker(t)
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	// The follow-up is due about 3.6 s after the opening's delivery: the test resets the send long before.
+	campaignID, listID := liveCampaign(t, srv, key, map[string]any{"followUpsEnabled": true, "followUpDelaysHours": []float64{0.001}})
+	cy := namedContact(t, srv, key, "+14155558201", "Cy")
+	expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactId": cy}), http.StatusCreated, "")
+	sendStatus := func() string {
+		var status []string
+		if err := env.Store.DB().NewSelect().Table("campaign_sends").Column("status").Where("campaign_id = ?", campaignID).Scan(t.Context(), &status); err != nil || len(status) != 1 {
+			t.Fatalf("send: %v %v", status, err)
+		}
+		return status[0]
+	}
+	waitFor(t, 10*time.Second, "the opening delivered and settled", func() bool { return sendStatus() == "sent" })
+	// As if the worker had died before settling: pending, no follow-up scheduled, its task gone.
+	_, err := env.Store.DB().NewUpdate().Table("campaign_sends").Set("status = 'pending'").Set("sent_at = NULL").
+		Set("next_follow_up_at = NULL").Set("follow_ups_done = TRUE").Where("campaign_id = ?", campaignID).Exec(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(campaignMessages(t, campaignID)); n != 1 {
+		t.Fatalf("%d campaign messages before the repair, want the opening only", n)
+	}
+	waitFor(t, 20*time.Second, "the sweep to settle the send and its follow-up to go", func() bool {
+		return sendStatus() == "sent" && len(campaignMessages(t, campaignID)) == 2
+	})
+}
