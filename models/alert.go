@@ -137,11 +137,7 @@ func (s *Store) Alerts(ctx context.Context, accountID string, f AlertFilter, pag
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("alerts: %w", err)
 	}
-	next := ""
-	if len(alerts) > page.Limit {
-		alerts = alerts[:page.Limit]
-		next = alerts[len(alerts)-1].ID
-	}
+	alerts, next := cutPage(alerts, page, func(i int) string { return alerts[i].ID })
 	return alerts, next, nil
 }
 

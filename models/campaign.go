@@ -318,11 +318,7 @@ func (s *Store) Campaigns(ctx context.Context, accountID string, page Page) ([]C
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("campaigns: %w", err)
 	}
-	next := ""
-	if len(out) > page.Limit {
-		out = out[:page.Limit]
-		next = out[len(out)-1].ID
-	}
+	out, next := cutPage(out, page, func(i int) string { return out[i].ID })
 	return out, next, nil
 }
 

@@ -412,11 +412,7 @@ func (s *Store) CampaignSends(ctx context.Context, accountID, campaignID, status
 	if err := q.Scan(ctx, &rows); err != nil {
 		return nil, "", fmt.Errorf("campaign sends: %w", err)
 	}
-	next := ""
-	if len(rows) > page.Limit {
-		rows = rows[:page.Limit]
-		next = rows[len(rows)-1].ID
-	}
+	rows, next := cutPage(rows, page, func(i int) string { return rows[i].ID })
 	out := make([]SendView, len(rows))
 	for i, r := range rows {
 		v := SendView{ID: r.ID, ContactID: r.ContactID, Status: r.Status, Reason: r.Detail, MessageID: r.MessageID, At: r.CreatedAt}

@@ -112,11 +112,7 @@ func (s *Store) conversations(ctx context.Context, db bun.IDB, accountID, reader
 	if err := q.Scan(ctx, &ids); err != nil {
 		return nil, "", fmt.Errorf("conversations: %w", err)
 	}
-	next := ""
-	if len(ids) > page.Limit {
-		ids = ids[:page.Limit]
-		next = ids[len(ids)-1]
-	}
+	ids, next := cutPage(ids, page, func(i int) string { return ids[i] })
 	if len(ids) == 0 {
 		return []Conversation{}, "", nil
 	}

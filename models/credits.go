@@ -157,11 +157,7 @@ func (s *Store) CreditTransactions(ctx context.Context, accountID string, page P
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("credit transactions: %w", err)
 	}
-	next := ""
-	if len(rows) > page.Limit {
-		rows = rows[:page.Limit]
-		next = rows[len(rows)-1].ID
-	}
+	rows, next := cutPage(rows, page, func(i int) string { return rows[i].ID })
 	out := make([]CreditEntry, len(rows))
 	for i, r := range rows {
 		out[i] = CreditEntry{ID: r.ID, Type: r.Kind, Amount: float64(r.AmountMilli) / creditScale,
@@ -193,11 +189,7 @@ func (s *Store) SubAccounts(ctx context.Context, agency *Account, page Page) ([]
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("sub-accounts: %w", err)
 	}
-	next := ""
-	if len(rows) > page.Limit {
-		rows = rows[:page.Limit]
-		next = rows[len(rows)-1].ID
-	}
+	rows, next := cutPage(rows, page, func(i int) string { return rows[i].ID })
 	out := make([]SubAccount, len(rows))
 	for i, r := range rows {
 		out[i] = SubAccount{ID: r.ID, Email: r.Email, Name: r.Name, Balance: r.Credits(), CreatedAt: r.CreatedAt}

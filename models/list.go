@@ -85,11 +85,7 @@ func (s *Store) Lists(ctx context.Context, accountID string, page Page) ([]List,
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("lists: %w", err)
 	}
-	next := ""
-	if len(lists) > page.Limit {
-		lists = lists[:page.Limit]
-		next = lists[len(lists)-1].ID
-	}
+	lists, next := cutPage(lists, page, func(i int) string { return lists[i].ID })
 	return lists, next, nil
 }
 
@@ -181,11 +177,7 @@ func (s *Store) ListContacts(ctx context.Context, accountID, listID string, page
 	if err := q.Scan(ctx, &rows); err != nil {
 		return nil, "", fmt.Errorf("list contacts: %w", err)
 	}
-	next := ""
-	if len(rows) > page.Limit {
-		rows = rows[:page.Limit]
-		next = rows[len(rows)-1].MemberID
-	}
+	rows, next := cutPage(rows, page, func(i int) string { return rows[i].MemberID })
 	contacts := make([]Contact, len(rows))
 	for i := range rows {
 		contacts[i] = rows[i].Contact

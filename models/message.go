@@ -157,11 +157,7 @@ func (s *Store) ContactMessages(ctx context.Context, accountID, contactID string
 	if err := q.Scan(ctx); err != nil {
 		return nil, "", fmt.Errorf("contact messages: %w", err)
 	}
-	next := ""
-	if len(msgs) > page.Limit {
-		msgs = msgs[:page.Limit]
-		next = msgs[len(msgs)-1].ID
-	}
+	msgs, next := cutPage(msgs, page, func(i int) string { return msgs[i].ID })
 	return msgs, next, nil
 }
 

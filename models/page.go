@@ -12,3 +12,13 @@ const (
 	DefaultPageLimit = 50
 	MaxPageLimit     = 200
 )
+
+// cutPage ends a page read with Limit+1 rows (the extra row tells that there is a next page): it
+// returns the page's rows and the cursor of the next page, key(i) of its last row i ("" when there is
+// none).
+func cutPage[T any](rows []T, page Page, key func(i int) string) ([]T, string) {
+	if len(rows) <= page.Limit {
+		return rows, ""
+	}
+	return rows[:page.Limit], key(page.Limit - 1)
+}
