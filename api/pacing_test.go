@@ -38,10 +38,11 @@ func runPacedCampaign(t testing.TB, n, perMinute, workers int) []time.Time {
 	return times
 }
 
-// TestPacingWithTwoWorkers: 50 contacts in one batch, two workers, 60/min: each contact gets exactly one
+// TestPacingWithTwoWorkers: 15 contacts in one batch, two workers, 60/min: each contact gets exactly one
 // opening, the first three at once, and the rest never closer together than the rate allows.
 func TestPacingWithTwoWorkers(t *testing.T) {
-	times := runPacedCampaign(t, 50, 60, 2)
+	// Fifteen sends: twelve paced gaps, each contended by both workers, in about twelve seconds.
+	times := runPacedCampaign(t, 15, 60, 2)
 	if span := times[2].Sub(times[0]); span > 900*time.Millisecond {
 		t.Fatalf("the first three took %s; they should go at once", span)
 	}
