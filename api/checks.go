@@ -19,22 +19,24 @@ const localChecks = "checks"
 const dedupePrefix = "dedupe:incoming:"
 
 // checksScript is the one Redis call of an authenticated request: it reads the API key's cache entry
-// (models/keycache.go), counts the request against the key's per-minute limit, and, for the incoming
-// endpoint, reads the messageSid's de-duplication key. Before it, a request cost three calls (cache
-// GET, the rate limiter's script, the de-duplication GET); on this 2-core machine class each round
-// trip costs more than the work in it (README, "Performance").
+// by the key cache's rule (models.KeyCacheLua, which also gives the account's limit), counts the
+// request against the key's per-minute limit, and, for the incoming endpoint, reads the messageSid's
+// de-duplication key. Before it, a request cost three calls (cache GET, the rate limiter's script, the
+// de-duplication GET); on this 2-core machine class each round trip costs more than the work in it
+// (README, "Performance").
 //
 //	KEYS[1] the key's count: rate:ratelimit:<key hash> (rateKey)
-//	KEYS[2] the key's cache entry apikey:<key hash>; absent when the caller has authenticated already
-//	ARGV[1] requests per minute: RATE_LIMIT_PER_MINUTE, which the entry's rateLimitPerMinute
-//	        overrides; with KEYS[2] absent, the account's own limit
+//	KEYS[2] the key's cache entry (models.KeyCheck.CacheKey); absent when the caller has authenticated
+//	        already
+//	ARGV[1] requests per minute: RATE_LIMIT_PER_MINUTE, which the entry's own limit overrides; with
+//	        KEYS[2] absent, the account's own limit
 //	ARGV[2] the messageSid to look up, "" for none
 //	ARGV[3] the account id, with KEYS[2] absent
 //	ARGV[4] the de-duplication key prefix (dedupePrefix)
 //
-// It answers {0} when the entry is missing (the database answers, and its answer may be cached),
-// {-1} when it is the revoked mark or unreadable (the database answers, nothing is cached), else
-// {1, entry, limit, allowed, remaining, retry_after, reset_after, messageId-or-nil}.
+// It answers read_key_cache's models.KeyCacheMiss or models.KeyCacheUnusable alone (nothing counted:
+// the database answers), else {models.KeyCacheHit, entry-or-nil, limit, allowed, remaining,
+// retry_after, reset_after, messageId-or-nil}.
 //
 // The rate limit is github.com/go-redis/redis_rate/v10's allowN (GCRA, Copyright (c) 2017 Pavel
 // Pravosud, https://github.com/rwz/redis-gcra) with burst = rate = limit, period 60 s and cost 1,
@@ -47,25 +49,15 @@ const dedupePrefix = "dedupe:incoming:"
 // support.
 var checksScript = redis.NewScript(`
 redis.replicate_commands()
-
+` + models.KeyCacheLua + `
 local limit = tonumber(ARGV[1])
 local account = ARGV[3]
 local entry = false
 if #KEYS > 1 then
-  entry = redis.call("GET", KEYS[2])
-  if not entry then
-    return {0}
-  end
-  if entry == "` + models.KeyCacheRevoked + `" then
-    return {-1}
-  end
-  local ok, acc = pcall(cjson.decode, entry)
-  if not ok or type(acc) ~= "table" or type(acc.id) ~= "string" or acc.id == "" then
-    return {-1}
-  end
-  account = acc.id
-  if type(acc.rateLimitPerMinute) == "number" then
-    limit = acc.rateLimitPerMinute
+  local status
+  status, entry, account, limit = read_key_cache(KEYS[2], limit)
+  if status ~= ` + strconv.Itoa(models.KeyCacheHit) + ` then
+    return {status}
   end
 end
 
@@ -93,7 +85,7 @@ local remaining = diff / emission_interval
 if remaining < 0 then
   local reset_after = tat - now
   local retry_after = diff * -1
-  return {1, entry, limit, 0, 0, tostring(retry_after), tostring(reset_after), false}
+  return {` + strconv.Itoa(models.KeyCacheHit) + `, entry, limit, 0, 0, tostring(retry_after), tostring(reset_after), false}
 end
 
 local reset_after = new_tat - now
@@ -105,7 +97,7 @@ local duplicate = false
 if ARGV[2] ~= "" then
   duplicate = redis.call("GET", ARGV[4] .. account .. ":" .. ARGV[2])
 end
-return {1, entry, limit, 1, remaining, tostring(-1), tostring(reset_after), duplicate}
+return {` + strconv.Itoa(models.KeyCacheHit) + `, entry, limit, 1, remaining, tostring(-1), tostring(reset_after), duplicate}
 `)
 
 // checkResult is what the request's checks found.
@@ -122,46 +114,41 @@ type checkResult struct {
 }
 
 // checkKey authenticates rawKey and counts the request; with sid != "" it also looks the messageSid up.
-// On the fast path (the key in the key cache) that is one Redis call. Otherwise, as models.Store's
-// Authenticate does, the database authenticates (and fills the cache when the entry was missing), and
-// a second call counts the request and looks the sid up. When Redis fails, the database authenticates,
-// the request goes uncounted (fail open) and the sid is left to the database's unique index.
-// Errors: UNAUTHORIZED; a failing database.
+// On the fast path (the key in the key cache) that is one Redis call. Otherwise the store decides from
+// what the call found (models.Store.AuthenticateRead: the database answers, and fills the cache when
+// the entry was missing), and a second call counts the request and looks the sid up. When Redis fails,
+// the database authenticates, the request goes uncounted (fail open) and the sid is left to the
+// database's unique index. Errors: UNAUTHORIZED; a failing database.
 func (s *Server) checkKey(ctx context.Context, rawKey, sid string) (*checkResult, error) {
 	k, err := s.store.CheckKey(rawKey)
 	if err != nil {
 		return nil, err
 	}
-	fill := false
+	var (
+		chk      *checkResult
+		read     *models.KeyCacheRead
+		redisErr error
+	)
 	if cacheKey := k.CacheKey(); cacheKey != "" {
-		chk, status, err := s.runChecks(ctx, []string{rateKey(k), cacheKey}, s.cfg.RateLimitPerMinute, sid, "")
-		switch {
-		case err != nil:
-			acc, dbErr := s.store.AuthenticateInDatabase(ctx, k, false)
-			if dbErr != nil {
-				return nil, dbErr
-			}
-			return &checkResult{acc: acc, redisErr: err}, nil
-		case status == 1:
-			return chk, nil
-		case chk != nil:
-			// Counted, but the entry is not an account to Go: the database answers, nothing is cached,
-			// and the messageSid the script read under the entry's id is left to the database.
-			acc, err := s.store.AuthenticateInDatabase(ctx, k, false)
-			if err != nil {
-				return nil, err
-			}
-			chk.acc, chk.sidRead, chk.duplicateOf = acc, false, ""
-			chk.redisErr = errors.New("the key cache entry could not be read")
-			return chk, nil
-		}
-		fill = status == 0
+		chk, read, redisErr = s.runChecks(ctx, []string{rateKey(k), cacheKey}, s.cfg.RateLimitPerMinute, sid, "")
 	}
-	acc, err := s.store.AuthenticateInDatabase(ctx, k, fill)
-	if err != nil {
+	acc, cached, err := s.store.AuthenticateRead(ctx, k, read)
+	switch {
+	case err != nil:
 		return nil, err
+	case cached:
+		chk.acc = acc
+		return chk, nil
+	case redisErr != nil:
+		return &checkResult{acc: acc, redisErr: redisErr}, nil
+	case chk != nil:
+		// Counted, but the entry is not an account to Go: the database answered, nothing is cached, and
+		// the messageSid the script read under the entry's id is left to the database.
+		chk.acc, chk.sidRead, chk.duplicateOf = acc, false, ""
+		chk.redisErr = errors.New("the key cache entry could not be read")
+		return chk, nil
 	}
-	chk, _, err := s.runChecks(ctx, []string{rateKey(k)}, s.limitOf(acc), sid, acc.ID)
+	chk, _, err = s.runChecks(ctx, []string{rateKey(k)}, acc.RateLimit(s.cfg.RateLimitPerMinute), sid, acc.ID)
 	if err != nil {
 		return &checkResult{acc: acc, redisErr: err}, nil
 	}
@@ -169,42 +156,29 @@ func (s *Server) checkKey(ctx context.Context, rawKey, sid string) (*checkResult
 	return chk, nil
 }
 
-// runChecks runs checksScript within rateLimiterTimeout. status is the script's first answer (1: the
-// request was checked, chk holds the account and its count; 0, -1: see checksScript).
-func (s *Server) runChecks(ctx context.Context, keys []string, limit int, sid, accountID string) (chk *checkResult, status int64, err error) {
+// runChecks runs checksScript within rateLimiterTimeout. read is what it found in the key cache; chk,
+// the request's count, is nil when it counted nothing (the entry was missing or unusable).
+func (s *Server) runChecks(ctx context.Context, keys []string, limit int, sid, accountID string) (chk *checkResult, read *models.KeyCacheRead, err error) {
 	ctx, cancel := context.WithTimeout(ctx, rateLimiterTimeout)
 	defer cancel()
 	v, err := checksScript.Run(ctx, s.redis, keys, limit, sid, accountID, dedupePrefix).Slice()
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	return parseChecks(v, sid)
 }
 
-// parseChecks reads checksScript's answer.
-func parseChecks(v []any, sid string) (chk *checkResult, status int64, err error) {
-	if len(v) == 0 {
-		return nil, 0, errors.New("checks: empty answer")
+// parseChecks reads checksScript's answer: the key cache's part by models.ParseKeyCacheRead, then the
+// count and the messageSid.
+func parseChecks(v []any, sid string) (chk *checkResult, read *models.KeyCacheRead, err error) {
+	if read, err = models.ParseKeyCacheRead(v); err != nil {
+		return nil, nil, fmt.Errorf("checks: %w", err)
 	}
-	switch status, _ = v[0].(int64); status {
-	case 0, -1:
-		return nil, status, nil
-	case 1:
-	default:
-		return nil, 0, fmt.Errorf("checks: answer %v", v[0])
+	if read.Status != models.KeyCacheHit {
+		return nil, read, nil
 	}
 	if len(v) < 7 {
-		return nil, 0, fmt.Errorf("checks: %d values in the answer", len(v))
-	}
-	chk = &checkResult{}
-	status = 1
-	if entry, ok := v[1].(string); ok {
-		// The script read the entry's id and limit; an entry it could read and Go cannot is answered
-		// by the database, with the count the script made (status -1 with chk).
-		var usable bool
-		if chk.acc, usable = models.CachedAccount(entry); !usable {
-			status = -1
-		}
+		return nil, nil, fmt.Errorf("checks: %d values in the answer", len(v))
 	}
 	limit, _ := v[2].(int64)
 	allowed, _ := v[3].(int64)
@@ -212,16 +186,16 @@ func parseChecks(v []any, sid string) (chk *checkResult, status int64, err error
 	retry, err1 := parseSeconds(v[5])
 	reset, err2 := parseSeconds(v[6])
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, 0, fmt.Errorf("checks: %w", err)
+		return nil, nil, fmt.Errorf("checks: %w", err)
 	}
-	chk.rate = &rateResult{Limit: int(limit), Allowed: allowed == 1, Remaining: int(remaining), RetryAfter: retry, ResetAfter: reset}
+	chk = &checkResult{rate: &rateResult{Limit: int(limit), Allowed: allowed == 1, Remaining: int(remaining), RetryAfter: retry, ResetAfter: reset}}
 	if sid != "" && chk.rate.Allowed {
 		chk.sidRead = true
 		if len(v) > 7 {
 			chk.duplicateOf, _ = v[7].(string)
 		}
 	}
-	return chk, status, nil
+	return chk, read, nil
 }
 
 // parseSeconds reads a duration the script gives in seconds, as redis_rate does (-1 stays -1).

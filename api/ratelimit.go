@@ -69,14 +69,6 @@ func (s *Server) applyRateLimit(c *fiber.Ctx, chk *checkResult) error {
 	return nil
 }
 
-// limitOf is the account's requests per minute: its own, else RATE_LIMIT_PER_MINUTE.
-func (s *Server) limitOf(acc *models.Account) int {
-	if acc.RateLimitPerMinute != nil {
-		return *acc.RateLimitPerMinute
-	}
-	return s.cfg.RateLimitPerMinute
-}
-
 // rateKey is the Redis key of an API key's count: by the key's hash, so that it is known before the key
 // is checked, and a rotated key (a new hash) starts with a full allowance. The "rate:" prefix is the
 // one github.com/go-redis/redis_rate gave the same counts.

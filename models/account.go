@@ -264,26 +264,25 @@ func (s *Store) RotateAPIKey(ctx context.Context, accountID string) (string, err
 	}
 }
 
-// Authenticate returns the account that owns the active key rawKey, or UNAUTHORIZED.
+// Authenticate returns the account that owns the active key rawKey, or UNAUTHORIZED: through the key
+// cache, as the api's per-request check does (keyCache), when the store uses it.
 func (s *Store) Authenticate(ctx context.Context, rawKey string) (*Account, error) {
 	k, err := s.CheckKey(rawKey)
 	if err != nil {
 		return nil, err
 	}
-	fill := false
+	var read *KeyCacheRead
 	if s.keys != nil {
-		var acc *Account
-		if acc, fill = s.keys.lookup(ctx, k.hash); acc != nil {
-			return acc, nil
-		}
+		read = s.keys.read(ctx, k)
 	}
-	return s.AuthenticateInDatabase(ctx, k, fill)
+	acc, _, err := s.AuthenticateRead(ctx, k, read)
+	return acc, err
 }
 
-// AuthenticateInDatabase returns the account that owns the active key k according to the database, or
+// authenticateInDatabase returns the account that owns the active key k according to the database, or
 // UNAUTHORIZED. fill says that the key cache was read and had no entry for k (no revoked mark, no Redis
 // error): only then is the answer cached, with SET NX.
-func (s *Store) AuthenticateInDatabase(ctx context.Context, k KeyCheck, fill bool) (*Account, error) {
+func (s *Store) authenticateInDatabase(ctx context.Context, k KeyCheck, fill bool) (*Account, error) {
 	acc := new(Account)
 	err := s.db.NewSelect().Model(acc).
 		ColumnExpr("account.*, k.id AS key_id").

@@ -5,25 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // keyCache keeps, in Redis, what an API key authenticates as, so that a request costs one Redis read
-// instead of a database query (the api reads the entry inside its per-request script, see KeyCheck).
-// Every api process shares it, and a rotation marks the old key revoked there before the database
-// revokes it, so the old key stops working everywhere at once:
+// instead of a database query. Every api process shares it, and a rotation marks the old key revoked
+// there before the database revokes it, so the old key stops working everywhere at once. The rule is
+// defined here, once:
 //
-//   - A request reads apikey:<hash>. An account entry answers; a missing entry, a revoked mark or a
-//     Redis error falls back to the database, which stays the authority.
-//   - After a database hit, the entry is written with SET NX: it never overwrites a revoked mark, so a
-//     request that read the key as valid just before a rotation cannot bring it back.
+//   - An entry apikey:<hash> is read by KeyCacheLua, inside a Redis script (the api's per-request
+//     script reads it together with the key's rate limit, api/checks.go; Authenticate runs it alone).
+//     An account entry answers (KeyCacheHit); a missing entry (KeyCacheMiss), a revoked mark or an
+//     entry that is not an account (KeyCacheUnusable), or a Redis error go to the database, which stays
+//     the authority (AuthenticateRead).
+//   - After a database hit that followed a miss, the entry is written with SET NX: it never overwrites
+//     a revoked mark, so a request that read the key as valid just before a rotation cannot bring it
+//     back. After a revoked mark, an unusable entry or a Redis error nothing is written.
 //   - RotateAPIKey writes the revoked mark first and refuses with UNAVAILABLE when it cannot, so no
 //     rotation returns while an entry for the old key can still answer.
 //
 // Only fields that never change, or may lag by keyCacheTTL (the per-account rate limit), are cached.
-// It is off in standalone mode, where the admin CLI cannot reach the api's in-process Redis.
+// There is no negative caching: an unknown key asks the database every time. It is off in standalone
+// mode, where the admin CLI cannot reach the api's in-process Redis.
 type keyCache struct {
 	rdb redis.UniversalClient
 	// replicaWait, when set, is how long a revocation waits for a Redis replica to confirm it (see
@@ -32,20 +38,16 @@ type keyCache struct {
 }
 
 const (
-	// keyCacheTimeout bounds a lookup: when Redis is slow or down the database answers instead, and a
-	// request should not wait out go-redis's dial retries first.
+	// keyCacheTimeout bounds a read or a fill: when Redis is slow or down the database answers instead,
+	// and a request should not wait out go-redis's dial retries first.
 	keyCacheTimeout = 250 * time.Millisecond
 	keyCacheTTL     = 5 * time.Minute
 	keyRevokedTTL   = 24 * time.Hour
 	keyRevoked      = "revoked"
 )
 
-// KeyCacheRevoked is the value of a revoked key's entry, for a caller that reads entries in a script of
-// its own (see KeyCheck).
-const KeyCacheRevoked = keyRevoked
-
-// cachedAccount is what the cache keeps of an account, as JSON. The api's per-request script
-// (api/checks.go) reads two members of it in Redis, "id" and "rateLimitPerMinute": keep those names.
+// cachedAccount is what the cache keeps of an account, as JSON. KeyCacheLua reads two members of it
+// in Redis, "id" and "rateLimitPerMinute": TestKeyCacheLuaReadsWhatGoWrites holds the two to each other.
 type cachedAccount struct {
 	ID                 string    `json:"id"`
 	KeyID              string    `json:"keyId"`
@@ -56,6 +58,126 @@ type cachedAccount struct {
 	OwnerUserID        string    `json:"ownerUserId"`
 	RateLimitPerMinute *int      `json:"rateLimitPerMinute"`
 	CreatedAt          time.Time `json:"createdAt"`
+}
+
+// What KeyCacheLua's read_key_cache finds for a key, the first value of its answer.
+const (
+	// KeyCacheHit: the entry is an account.
+	KeyCacheHit = 1
+	// KeyCacheMiss: no entry. The database answers, and its answer is cached.
+	KeyCacheMiss = 0
+	// KeyCacheUnusable: the revoked mark of a rotated key, or an entry that is not an account. The
+	// database answers, and nothing is cached.
+	KeyCacheUnusable = -1
+)
+
+// KeyCacheLua defines the Lua function read_key_cache(entry_key, limit) for a Redis script that reads
+// an API key's cache entry in the same call as other per-request state (the api's, api/checks.go).
+// entry_key is KeyCheck.CacheKey; limit is the default requests per minute. It returns KeyCacheMiss or
+// KeyCacheUnusable alone, or KeyCacheHit, the entry, the account id and the account's limit (its
+// rateLimitPerMinute, else limit). Hand the first two to ParseKeyCacheRead and AuthenticateRead.
+//
+// Go expresses the same reading twice more, because the script must act on the entry inside Redis and
+// Go must then build the account: CachedAccount decides which entries are accounts, and
+// Account.RateLimit which limit applies. TestKeyCacheLuaReadsWhatGoWrites holds the three together.
+var KeyCacheLua = `
+local function read_key_cache(entry_key, limit)
+  local entry = redis.call("GET", entry_key)
+  if not entry then
+    return ` + strconv.Itoa(KeyCacheMiss) + `
+  end
+  if entry == ` + strconv.Quote(keyRevoked) + ` then
+    return ` + strconv.Itoa(KeyCacheUnusable) + `
+  end
+  -- An account is an object with a non-empty string id (as CachedAccount decides).
+  local ok, acc = pcall(cjson.decode, entry)
+  if not ok or type(acc) ~= "table" or type(acc.id) ~= "string" or acc.id == "" then
+    return ` + strconv.Itoa(KeyCacheUnusable) + `
+  end
+  -- Its own limit overrides the default (as Account.RateLimit does).
+  if type(acc.rateLimitPerMinute) == "number" then
+    limit = acc.rateLimitPerMinute
+  end
+  return ` + strconv.Itoa(KeyCacheHit) + `, entry, acc.id, limit
+end
+`
+
+// keyReadScript is KeyCacheLua alone, for Authenticate: KEYS[1] the entry.
+var keyReadScript = redis.NewScript(KeyCacheLua + `
+local status, entry = read_key_cache(KEYS[1], 0)
+return {status, entry}
+`)
+
+// KeyCacheRead is what a script found in the key cache for a key: Status is KeyCacheHit, KeyCacheMiss
+// or KeyCacheUnusable, and Entry the entry with KeyCacheHit.
+type KeyCacheRead struct {
+	Status int64
+	Entry  string
+}
+
+// ParseKeyCacheRead reads the head of a script's answer that begins with read_key_cache's status and,
+// with KeyCacheHit, its entry (KeyCacheLua).
+func ParseKeyCacheRead(v []any) (*KeyCacheRead, error) {
+	if len(v) == 0 {
+		return nil, errors.New("key cache: empty answer")
+	}
+	status, _ := v[0].(int64)
+	switch status {
+	case KeyCacheHit:
+		read := &KeyCacheRead{Status: status}
+		if len(v) > 1 {
+			read.Entry, _ = v[1].(string)
+		}
+		return read, nil
+	case KeyCacheMiss, KeyCacheUnusable:
+		return &KeyCacheRead{Status: status}, nil
+	}
+	return nil, fmt.Errorf("key cache: answer %v", v[0])
+}
+
+// RateLimit is the account's requests per minute per key: its own, else defaultPerMinute
+// (RATE_LIMIT_PER_MINUTE). KeyCacheLua applies the same rule to a cached entry, inside Redis.
+func (a *Account) RateLimit(defaultPerMinute int) int {
+	if a.RateLimitPerMinute != nil {
+		return *a.RateLimitPerMinute
+	}
+	return defaultPerMinute
+}
+
+// AuthenticateRead finishes authenticating k after read, what a script found in the key cache for it
+// (nil when nothing was read: the store does not use the cache, or Redis failed). It returns the
+// account, with cached true when it is the entry's. Otherwise the database answers, and its answer is
+// cached only after a miss (see keyCache); an entry the script took for an account and CachedAccount
+// does not is answered by the database too. Errors: UNAUTHORIZED; a failing database.
+func (s *Store) AuthenticateRead(ctx context.Context, k KeyCheck, read *KeyCacheRead) (acc *Account, cached bool, err error) {
+	fill := false
+	if read != nil && s.keys != nil {
+		switch read.Status {
+		case KeyCacheHit:
+			if acc, ok := CachedAccount(read.Entry); ok {
+				return acc, true, nil
+			}
+		case KeyCacheMiss:
+			fill = true
+		}
+	}
+	acc, err = s.authenticateInDatabase(ctx, k, fill)
+	return acc, false, err
+}
+
+// read runs keyReadScript for k within keyCacheTimeout; nil when Redis did not answer.
+func (k *keyCache) read(ctx context.Context, key KeyCheck) *KeyCacheRead {
+	ctx, cancel := context.WithTimeout(ctx, keyCacheTimeout)
+	defer cancel()
+	v, err := keyReadScript.Run(ctx, k.rdb, []string{key.cacheKey}).Slice()
+	if err != nil {
+		return nil
+	}
+	read, err := ParseKeyCacheRead(v)
+	if err != nil {
+		return nil
+	}
+	return read
 }
 
 // UseKeyCache makes Authenticate consult Redis before the database and RotateAPIKey mark revoked keys
@@ -75,24 +197,9 @@ func (s *Store) KeyRevocationsWaitForAReplica(wait time.Duration) {
 
 func keyCacheKey(hash string) string { return "apikey:" + hash }
 
-// lookup returns the cached account for hash; fill reports whether a database answer may be cached
-// (false after a revoked mark or a Redis error).
-func (k *keyCache) lookup(ctx context.Context, hash string) (acc *Account, fill bool) {
-	ctx, cancel := context.WithTimeout(ctx, keyCacheTimeout)
-	defer cancel()
-	raw, err := k.rdb.Get(ctx, keyCacheKey(hash)).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return nil, true
-	case err != nil, raw == keyRevoked:
-		return nil, false
-	}
-	acc, _ = CachedAccount(raw)
-	return acc, false
-}
-
 // CachedAccount decodes a key cache entry. ok is false when raw is not an account (the revoked mark, or
 // an entry that cannot be read): the database must answer then, and its answer not be cached.
+// KeyCacheLua decides the same in Redis, from the entry's id.
 func CachedAccount(raw string) (acc *Account, ok bool) {
 	if raw == keyRevoked {
 		return nil, false
@@ -107,12 +214,11 @@ func CachedAccount(raw string) (acc *Account, ok bool) {
 	}, true
 }
 
-// KeyCheck is an API key ready to be checked by a caller that reads the key cache in a Redis call of its
-// own, together with other per-request state (the api reads the entry in the same script as the key's
-// rate limit, see api/checks.go). The caller reads CacheKey; an entry that CachedAccount accepts
-// authenticates the request; a missing entry, the revoked mark, an unreadable entry or a Redis error
-// goes to AuthenticateInDatabase, exactly as Authenticate does by itself. The guarantees listed on
-// keyCache hold as long as the caller does not write the entry itself.
+// KeyCheck is an API key ready to be checked: by Authenticate, or by a caller that reads its cache
+// entry (CacheKey) in a script of its own with KeyCacheLua, together with other per-request state
+// (the api reads it in the same script as the key's rate limit, see api/checks.go), and then hands
+// what the script found to AuthenticateRead. The guarantees listed on keyCache hold as long as the
+// caller does not write the entry itself.
 type KeyCheck struct {
 	hash     string
 	cacheKey string
