@@ -37,12 +37,13 @@ func TestImportTriggersCampaignsAndReportsInvalidRows(t *testing.T) {
 		"+14155557001,Old,,\n" + // already on the list
 		"+14155557002,Uma,Ray,uma@example.com\n" +
 		"4155557003,NoCountry,,\n" + // invalid
-		",Vic,,vic@example.com\n"
+		",Vic,,vic@example.com\n" +
+		"+1 415 555 7002,Uma again,,\n" // row 3's contact again: on the list by now
 	body, ctype := multipartCSV(t, "file", csv)
 	r := do(t, "POST", srv.URL+"/v1/lists/"+listID+"/import", key, body, "Content-Type: "+ctype)
 	expect(t, r, http.StatusOK, "")
 	res := r.JSON(t)
-	if res["imported"] != 2.0 || res["existing"] != 1.0 || res["invalid"] != 1.0 {
+	if res["imported"] != 2.0 || res["existing"] != 2.0 || res["invalid"] != 1.0 {
 		t.Fatalf("import result: %s", r.Body)
 	}
 	errs := res["errors"].([]any)

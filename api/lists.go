@@ -111,7 +111,8 @@ func (s *Server) listContacts(c *fiber.Ctx) error {
 
 // importContacts: POST /v1/lists/{id}/import, a multipart form with a CSV file (columns phone,
 // first_name, last_name, email) -> 200 {"imported","existing","invalid","errors":[{row,error}]}.
-// Valid rows are kept and invalid ones reported; the additions trigger the list's live campaigns.
+// Valid rows are kept and invalid ones reported; each row lands in one count (models.ImportResult). The
+// additions trigger the list's live campaigns.
 func (s *Server) importContacts(c *fiber.Ctx) error {
 	ctx, acc := c.UserContext(), accountOf(c)
 	if _, err := s.store.ListByID(ctx, acc.ID, c.Params("id")); err != nil {

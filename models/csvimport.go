@@ -36,16 +36,17 @@ const MaxImportRows = 50000
 // read on their own. A header row that breaks the rule makes the whole file invalid.
 //
 // Each row is validated the way CreateOrGetContact validates its input. Valid rows are returned
-// normalized (phone in E.164, email lower-cased, names trimmed), in file order; a row repeating an
-// earlier row's phone (or, for a row without a phone, email) is left out. Invalid rows, including rows
-// with invalid UTF-8 or bad quoting, are reported in the second result with the line number the row
-// starts on (the header's line counts) and skipped. Blank lines are skipped silently. A file with a
-// header and no rows returns no contacts and no error.
+// normalized (phone in E.164, email lower-cased, names trimmed), in file order, one per row: a row
+// repeating an earlier row's phone (or, for a row without a phone, email) is returned too, so that
+// ImportContacts counts every row. Invalid rows, including rows with invalid UTF-8 or bad quoting, are
+// reported in the second result with the line number the row starts on (the header's line counts) and
+// skipped. Blank lines are skipped silently. A file with a header and no rows returns no contacts and
+// no error.
 //
 // Errors: VALIDATION_ERROR for an empty file, a header naming neither a phone nor an email column (or a
 // column twice) or with bad quoting, more than MaxImportRows data rows, or a file that is not CSV
 // text; anything else (a failing reader) is internal. The file is streamed: besides the result, only a
-// record at a time and the set of identities seen are held.
+// record at a time is held.
 func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
 	br := bufio.NewReader(r)
 	if err := skipByteOrderMark(br); err != nil {
@@ -61,7 +62,6 @@ func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
 		cols     *csvColumns
 		contacts []ContactInput
 		rowErrs  []CSVRowError
-		seen     = make(map[string]struct{})
 		rows     int
 	)
 	for {
@@ -96,15 +96,11 @@ func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
 			rowErrs = append(rowErrs, CSVRowError{Row: line, Error: problem})
 			continue
 		}
-		in, identity, err := cols.contact(rec)
+		in, err := cols.contact(rec)
 		if err != nil {
 			rowErrs = append(rowErrs, CSVRowError{Row: line, Error: ErrorMessage(err)})
 			continue
 		}
-		if _, dup := seen[identity]; dup {
-			continue
-		}
-		seen[identity] = struct{}{}
 		contacts = append(contacts, in)
 	}
 	if cols == nil {
@@ -451,48 +447,43 @@ func parseCSVHeader(rec []string, line int) (*csvColumns, error) {
 }
 
 // contact validates a data row as CreateOrGetContact validates its input, and returns the normalized
-// contact with the identity that makes two rows the same contact. Messages name the CSV columns.
-func (cols *csvColumns) contact(rec []string) (ContactInput, string, error) {
+// contact. Messages name the CSV columns.
+func (cols *csvColumns) contact(rec []string) (ContactInput, error) {
 	var raw [numCSVColumns]string
 	for col, i := range cols {
 		if i < 0 || i >= len(rec) {
 			continue // short row: the missing columns are empty
 		}
 		if !utf8.ValidString(rec[i]) {
-			return ContactInput{}, "", Errorf(CodeValidation, "%s is not valid UTF-8 text: save the file as CSV UTF-8", csvColumnNames[col])
+			return ContactInput{}, Errorf(CodeValidation, "%s is not valid UTF-8 text: save the file as CSV UTF-8", csvColumnNames[col])
 		}
 		raw[col] = rec[i]
 	}
 	phone, err := NormalizePhone(raw[colPhone])
 	if err != nil {
-		return ContactInput{}, "", err
+		return ContactInput{}, err
 	}
 	email, err := NormalizeEmail(raw[colEmail])
 	if err != nil {
-		return ContactInput{}, "", err
+		return ContactInput{}, err
 	}
 	if phone == "" && email == "" {
-		return ContactInput{}, "", Errorf(CodeValidation, "a contact needs a phone or an email")
+		return ContactInput{}, Errorf(CodeValidation, "a contact needs a phone or an email")
 	}
 	first, err := cleanName(csvColumnNames[colFirstName], raw[colFirstName])
 	if err != nil {
-		return ContactInput{}, "", err
+		return ContactInput{}, err
 	}
 	last, err := cleanName(csvColumnNames[colLastName], raw[colLastName])
 	if err != nil {
-		return ContactInput{}, "", err
+		return ContactInput{}, err
 	}
 	// The fields of a record share one allocation with its ignored columns: copy what is kept, so a
 	// large file's notes are not held until the import ends.
-	in := ContactInput{
+	return ContactInput{
 		FirstName: strings.Clone(first),
 		LastName:  strings.Clone(last),
 		Phone:     phone,
 		Email:     strings.Clone(email),
-	}
-	// The identity CreateOrGetContact deduplicates on: the phone, else the email.
-	if phone != "" {
-		return in, "phone:" + phone, nil
-	}
-	return in, "email:" + email, nil
+	}, nil
 }

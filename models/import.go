@@ -5,8 +5,11 @@ import (
 	"fmt"
 )
 
-// ImportResult counts what an import did: contacts added to the list, contacts that were on it
-// already, and rows that were not valid; Sends are the campaign openings the additions triggered.
+// ImportResult counts what an import did, one count for each data row of the file, so that
+// Imported + Existing + Invalid is the number of rows (blank lines are not rows): Imported are the rows
+// whose contact was added to the list, Existing the rows whose contact was on it already (before the
+// import, or by an earlier row of the same import that named the same contact), Invalid the rows that
+// were not valid. Sends are the campaign openings the additions triggered.
 type ImportResult struct {
 	Imported int           `json:"imported"`
 	Existing int           `json:"existing"`
@@ -15,8 +18,12 @@ type ImportResult struct {
 	Sends    []DueSend     `json:"-"`
 }
 
-// ImportContacts creates (or finds) each contact and adds them to the list, which counts as adding
-// them by hand: live campaigns of the list are triggered. Errors: NOT_FOUND for the list.
+// ImportContacts creates (or finds) the contact of each row and adds them to the list, which counts as
+// adding them by hand: live campaigns of the list are triggered. contacts holds one entry per valid
+// row, repeats included (as ParseContactCSV returns them), and rowErrors one per invalid row: each
+// lands in exactly one count of the result. A row naming a contact that an earlier row named (the same
+// phone, or without a phone the same email) counts as Existing; the first row's names are kept, as
+// CreateOrGetContact keeps a contact's. Errors: NOT_FOUND for the list.
 func (s *Store) ImportContacts(ctx context.Context, accountID, listID string, contacts []ContactInput, rowErrors []CSVRowError) (*ImportResult, error) {
 	if _, err := s.ListByID(ctx, accountID, listID); err != nil {
 		return nil, err
@@ -25,7 +32,13 @@ func (s *Store) ImportContacts(ctx context.Context, accountID, listID string, co
 	if res.Errors == nil {
 		res.Errors = []CSVRowError{}
 	}
-	ids := make([]string, 0, MaxBatchContacts)
+	var (
+		ids = make([]string, 0, MaxBatchContacts)
+		// byIdentity spares a repeated row the database; named holds every contact a row named, which
+		// also catches rows that name one contact differently (an input not yet normalized).
+		byIdentity = make(map[string]string)
+		named      = make(map[string]bool)
+	)
 	flush := func() error {
 		if len(ids) == 0 {
 			return nil
@@ -34,6 +47,10 @@ func (s *Store) ImportContacts(ctx context.Context, accountID, listID string, co
 		if err != nil {
 			return err
 		}
+		if len(added.NotFound) > 0 {
+			// Contacts are never deleted, so this cannot happen; were it to, the counts would not add up.
+			return fmt.Errorf("contacts %v vanished while being added", added.NotFound)
+		}
 		res.Imported += len(added.Added)
 		res.Existing += len(added.Existing)
 		res.Sends = append(res.Sends, added.Sends...)
@@ -41,11 +58,25 @@ func (s *Store) ImportContacts(ctx context.Context, accountID, listID string, co
 		return nil
 	}
 	for _, in := range contacts {
-		c, _, err := s.CreateOrGetContact(ctx, accountID, in)
-		if err != nil {
-			return nil, fmt.Errorf("import contacts: %w", err)
+		identity := "phone:" + in.Phone
+		if in.Phone == "" {
+			identity = "email:" + in.Email
 		}
-		if ids = append(ids, c.ID); len(ids) == MaxBatchContacts {
+		id, ok := byIdentity[identity]
+		if !ok {
+			c, _, err := s.CreateOrGetContact(ctx, accountID, in)
+			if err != nil {
+				return nil, fmt.Errorf("import contacts: %w", err)
+			}
+			id = c.ID
+			byIdentity[identity] = id
+		}
+		if named[id] {
+			res.Existing++ // on the list by now, through the earlier row
+			continue
+		}
+		named[id] = true
+		if ids = append(ids, id); len(ids) == MaxBatchContacts {
 			if err := flush(); err != nil {
 				return nil, fmt.Errorf("import contacts: %w", err)
 			}
