@@ -26,7 +26,8 @@ const usage = `usage:
   admin key rotate --email E
   admin list import --account-email E --list LIST_ID --csv FILE
   admin user add --account-email E --email M [--role owner|member]   (prints the generated password once)
-  admin user set-password --email M   (the new password on standard input, at least 12 characters)
+  admin user set-password --email M   (the new password on standard input, at least 12 characters;
+                                       asked for, twice, when standard input is a terminal)
   admin secrets rotate   (re-encrypts every stored secret under SECRETS_KEY)`
 
 func main() {
@@ -57,7 +58,7 @@ func run(args []string, in io.Reader, out io.Writer) error {
 		command, rest = userAdd, args[2:]
 	case len(args) >= 2 && args[0] == "user" && args[1] == "set-password":
 		command = func(ctx context.Context, store *models.Store, args []string, out io.Writer) error {
-			return userSetPassword(ctx, store, args, in, out)
+			return userSetPassword(ctx, store, args, in, os.Stderr, out)
 		}
 		rest = args[2:]
 	case len(args) == 2 && args[0] == "secrets" && args[1] == "rotate":

@@ -546,13 +546,9 @@ func TestUnknownCommand(t *testing.T) {
 	}
 }
 
-// TestBinary builds the real command and checks the contract of the README's "Admin CLI" at the process
-// boundary: JSON on stdout and exit 0 on success; a message on stderr and exit 1 on error.
-func TestBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	store := useBackend(t)
+// buildAdmin builds the admin command into a temporary directory and returns the binary's path.
+func buildAdmin(t *testing.T) string {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go tool is needed to build the binary: %v", err)
@@ -568,6 +564,17 @@ func TestBinary(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// TestBinary builds the real command and checks the contract of the README's "Admin CLI" at the process
+// boundary: JSON on stdout and exit 0 on success; a message on stderr and exit 1 on error.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	store := useBackend(t)
+	bin := buildAdmin(t)
 
 	adminInput := func(input string, args ...string) (stdout, stderr string, code int) {
 		t.Helper()
@@ -621,6 +628,9 @@ func TestBinary(t *testing.T) {
 		stdout, stderr, code := adminInput("piped in password\r\n", "user", "set-password", "--email", user.Email)
 		if code != 0 {
 			t.Fatalf("exit code %d, stderr %q; want 0", code, stderr)
+		}
+		if stderr != "" {
+			t.Errorf("stderr %q, want nothing: no prompt when standard input is not a terminal", stderr)
 		}
 		var got struct {
 			UserID string `json:"userId"`
