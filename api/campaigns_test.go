@@ -168,33 +168,95 @@ func TestCampaignsThatMustNotSend(t *testing.T) {
 	startWorker(t)
 	hook := newSink(t, nil)
 	key, _ := messagingAccount(t, srv, hook)
-	cases := map[string]map[string]any{
-		"draft":       {"status": "draft"},
-		"paused":      {"status": "paused"},
-		"trigger off": {"triggerOnListAdd": false},
-		"incoming":    {"type": "incoming"},
+	type setup struct{ campaignID, listID, contactID string }
+	cases := []struct {
+		name   string
+		fields map[string]any
+	}{
+		{"draft", map[string]any{"status": "draft"}},
+		{"paused", map[string]any{"status": "paused"}},
+		{"trigger off", map[string]any{"triggerOnListAdd": false}},
+		{"incoming", map[string]any{"type": "incoming"}},
 	}
-	var campaigns []string
-	i := 0
-	for name, fields := range cases {
-		campaignID, listID := liveCampaign(t, srv, key, fields)
-		campaigns = append(campaigns, campaignID)
-		contact := namedContact(t, srv, key, fmt.Sprintf("+1415555%04d", 4000+i), name)
-		i++
+	setups := make(map[string]setup)
+	for i, tc := range cases {
+		campaignID, listID := liveCampaign(t, srv, key, tc.fields)
+		contact := namedContact(t, srv, key, fmt.Sprintf("+1415555%04d", 4000+i), tc.name)
 		expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactId": contact}), http.StatusCreated, "")
+		setups[tc.name] = setup{campaignID, listID, contact}
 	}
-	t.Run("switching to live sends nothing to contacts already on the list", func(t *testing.T) {
-		expect(t, do(t, "PATCH", srv.URL+"/v1/campaigns/"+campaigns[0], key, map[string]any{"status": "live", "triggerOnListAdd": true}), http.StatusOK, "")
-	})
 	time.Sleep(2 * time.Second)
 	if n := len(hook.deliveries()); n != 0 {
 		t.Fatalf("%d messages sent", n)
 	}
-	for _, id := range campaigns {
-		if n := len(campaignMessages(t, id)); n != 0 {
-			t.Fatalf("campaign %s wrote %d messages", id, n)
+	for name, s := range setups {
+		if n := len(campaignMessages(t, s.campaignID)); n != 0 {
+			t.Fatalf("campaign %s (%s) wrote %d messages", s.campaignID, name, n)
+		}
+		if sends := campaignSends(t, s.campaignID); len(sends) != 0 {
+			t.Fatalf("campaign %s (%s) owes %d openings", s.campaignID, name, len(sends))
 		}
 	}
+
+	// Going live triggers on contacts added from then on, not on those already on the list. A contact
+	// added after the switch gets its opening, which shows that the worker would have sent any other.
+	for i, name := range []string{"draft", "paused"} {
+		t.Run("switching to live sends nothing to contacts already on the list: "+name, func(t *testing.T) {
+			s := setups[name]
+			expect(t, do(t, "PATCH", srv.URL+"/v1/campaigns/"+s.campaignID, key, map[string]any{"status": "live", "triggerOnListAdd": true}), http.StatusOK, "")
+			if sends := campaignSends(t, s.campaignID); len(sends) != 0 {
+				t.Fatalf("going live recorded %d openings for the contacts on the list", len(sends))
+			}
+			newcomer := namedContact(t, srv, key, fmt.Sprintf("+1415555%04d", 4100+i), "New "+name)
+			expect(t, do(t, "POST", srv.URL+"/v1/lists/"+s.listID+"/contacts", key, map[string]any{"contactId": newcomer}), http.StatusCreated, "")
+			waitFor(t, 15*time.Second, "the newcomer's opening to be delivered", func() bool {
+				for _, d := range hook.deliveries() {
+					var p map[string]any
+					if json.Unmarshal(d.Body, &p) == nil && p["contactId"] == newcomer {
+						return true
+					}
+				}
+				return false
+			})
+			time.Sleep(time.Second) // anything queued with it has had its turn
+
+			sends := campaignSends(t, s.campaignID)
+			if len(sends) != 1 || sends[0] != newcomer {
+				t.Errorf("openings owed to %v, want to the newcomer %s alone", sends, newcomer)
+			}
+			var to []string
+			for _, m := range campaignMessages(t, s.campaignID) {
+				to = append(to, m.ContactID)
+			}
+			if len(to) != 1 || to[0] != newcomer {
+				t.Errorf("campaign messages to %v, want the newcomer's opening alone", to)
+			}
+			n, err := env.Store.DB().NewSelect().Model((*models.Message)(nil)).
+				Where("contact_id = ? AND direction = ?", s.contactID, "outgoing").Count(t.Context())
+			if err != nil || n != 0 {
+				t.Errorf("%d messages (err %v) to the contact that was on the list before, want none", n, err)
+			}
+			for _, d := range hook.deliveries() {
+				var p map[string]any
+				if json.Unmarshal(d.Body, &p) == nil && p["contactId"] == s.contactID {
+					t.Errorf("a message went to the contact that was on the list before: %s", d.Body)
+				}
+			}
+		})
+	}
+}
+
+// campaignSends returns the contacts a campaign owes (or sent) an opening, as the store records them
+// before anything is queued.
+func campaignSends(t testing.TB, campaignID string) []string {
+	t.Helper()
+	var contacts []string
+	err := env.Store.DB().NewSelect().TableExpr("campaign_sends").Column("contact_id").
+		Where("campaign_id = ?", campaignID).Scan(t.Context(), &contacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return contacts
 }
 
 func TestPausingHoldsQueuedOpeningsAndResumingSendsThem(t *testing.T) {

@@ -29,11 +29,23 @@ func RunChecks(ctx context.Context, rdb redis.Scripter, keys []string, limit int
 	if err != nil {
 		return CheckAnswer{}, err
 	}
-	chk, status, err := parseChecks(v, sid)
-	if err != nil || chk == nil {
-		return CheckAnswer{Status: status}, err
+	chk, read, err := parseChecks(v, sid)
+	if err != nil {
+		return CheckAnswer{}, err
+	}
+	if chk == nil {
+		return CheckAnswer{Status: read.Status}, nil
+	}
+	status := read.Status
+	var acc *models.Account
+	if read.Entry != "" {
+		// An entry the script read and Go cannot: the database answers (models.Store.AuthenticateRead).
+		var ok bool
+		if acc, ok = models.CachedAccount(read.Entry); !ok {
+			status = models.KeyCacheUnusable
+		}
 	}
 	r := chk.rate
-	return CheckAnswer{Status: status, Account: chk.acc, Limit: r.Limit, Allowed: r.Allowed, Remaining: r.Remaining,
+	return CheckAnswer{Status: status, Account: acc, Limit: r.Limit, Allowed: r.Allowed, Remaining: r.Remaining,
 		RetryAfter: r.RetryAfter, ResetAfter: r.ResetAfter, DuplicateOf: chk.duplicateOf}, nil
 }

@@ -2,10 +2,36 @@ package api_test
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
+
+// scrapeMetrics reads srv's /metrics: each series (name and labels, as written) with its value.
+func scrapeMetrics(t *testing.T, srv *server) (map[string]float64, string) {
+	t.Helper()
+	r := do(t, "GET", srv.URL+"/metrics", "", nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", r.Status, r.Body)
+	}
+	series := make(map[string]float64)
+	for line := range strings.SplitSeq(string(r.Body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			t.Fatalf("/metrics line %q", line)
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("/metrics line %q: %v", line, err)
+		}
+		series[line[:i]] = v
+	}
+	return series, string(r.Body)
+}
 
 func TestMetrics(t *testing.T) {
 	srv := startServer(t, "REQUIRE_HTTPS=true", "WEBHOOK_ALLOW_PRIVATE=true")
@@ -13,30 +39,66 @@ func TestMetrics(t *testing.T) {
 	startWorker(t)
 	hook := newSink(t, nil)
 	key, _ := messagingAccount(t, plain, hook)
+	limited := limitedAccount(t, 1)
+
+	// The registry is the process's: other tests' requests and deliveries are in it too, and a counter
+	// without labels reads 0 from the start. So each series is compared with its value before.
+	const (
+		notFound   = `funnelchat_http_requests_total{method="GET",route="/v1/contacts/:id",status="404"}`
+		incomingN  = `funnelchat_http_request_duration_seconds_count{method="POST",route="/v1/incoming_custom_channel_message"}`
+		botReplies = `funnelchat_bot_reply_duration_seconds_count`
+		rejections = `funnelchat_rate_limit_rejections_total`
+		delivered  = `funnelchat_deliveries_total{outcome="sent",transport="custom"}`
+	)
+	// Scrapers run inside the network: /metrics answers over plain HTTP even when HTTPS is required.
+	before, _ := scrapeMetrics(t, srv)
+
 	expect(t, do(t, "GET", plain.URL+"/v1/contacts/ct_missing", key, nil), http.StatusNotFound, "NOT_FOUND")
+	expect(t, do(t, "GET", plain.URL+"/v1/lists", limited, nil), http.StatusOK, "")
+	for i := 0; i < 2; i++ {
+		expect(t, do(t, "GET", plain.URL+"/v1/lists", limited, nil), http.StatusTooManyRequests, "RATE_LIMITED")
+	}
 	incoming(t, plain, key, "metrics-1", "mo", "hello")
 	waitFor(t, 10*time.Second, "a delivered reply", func() bool { return len(hook.deliveries()) == 1 })
 
-	// Scrapers run inside the network: /metrics answers over plain HTTP even when HTTPS is required.
+	var after map[string]float64
 	var body string
 	waitFor(t, 5*time.Second, "the delivery to be counted", func() bool {
-		r := do(t, "GET", srv.URL+"/metrics", "", nil)
-		body = string(r.Body)
-		return r.Status == http.StatusOK && strings.Contains(body, `funnelchat_deliveries_total{outcome="sent",transport="custom"}`)
+		after, body = scrapeMetrics(t, srv)
+		return after[delivered]-before[delivered] >= 1 && after[botReplies]-before[botReplies] >= 1
 	})
-	for _, want := range []string{
-		`funnelchat_http_requests_total{method="GET",route="/v1/contacts/:id",status="404"}`,
-		`funnelchat_http_request_duration_seconds_bucket{method="POST",route="/v1/incoming_custom_channel_message"`,
-		`funnelchat_bot_reply_duration_seconds_count`,
-		`funnelchat_rate_limit_rejections_total`,
-		`funnelchat_queue_tasks{queue="default",state="pending"}`,
-		`go_goroutines`,
+	for _, want := range []struct {
+		series string
+		delta  float64
+		// atLeast: the worker counts it, and the package's queue may still hold tasks of earlier
+		// tests that this test's worker runs too.
+		atLeast bool
+	}{
+		{notFound, 1, false},
+		{incomingN, 1, false},
+		{rejections, 2, false},
+		{botReplies, 1, true},
+		{delivered, 1, true},
 	} {
-		if !strings.Contains(body, want) {
-			t.Fatalf("/metrics lacks %s", want)
+		if _, ok := after[want.series]; !ok {
+			t.Errorf("/metrics lacks %s", want.series)
+			continue
+		}
+		got := after[want.series] - before[want.series]
+		if got != want.delta && (!want.atLeast || got < want.delta) {
+			t.Errorf("%s went from %v to %v: +%v, want +%v", want.series, before[want.series], after[want.series], got, want.delta)
 		}
 	}
-	if strings.Contains(body, "ct_missing") || strings.Contains(body, key) {
+	// Gauges the process reports as they are.
+	for _, want := range []string{`funnelchat_queue_tasks{queue="default",state="pending"}`, `go_goroutines`} {
+		if _, ok := after[want]; !ok {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if after[`go_goroutines`] <= 0 {
+		t.Errorf("go_goroutines %v", after[`go_goroutines`])
+	}
+	if strings.Contains(body, "ct_missing") || strings.Contains(body, key) || strings.Contains(body, limited) {
 		t.Fatal("/metrics must not carry ids or keys in labels")
 	}
 }
