@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -49,13 +50,43 @@ func (h *Handler) logTasks(next asynq.Handler) asynq.Handler {
 		ctx = WithLogAttrs(ctx, slog.String("task_type", t.Type()), slog.String("task_id", id))
 		start := time.Now()
 		err := next.ProcessTask(ctx, t)
-		level, outcome := slog.LevelInfo, "ok"
-		if err != nil {
-			// The error itself is logged once, with its details, by the worker's ErrorHandler.
-			level, outcome = slog.LevelWarn, "error"
+		level, outcome := taskOutcome(err)
+		attrs := []slog.Attr{slog.String("outcome", outcome), slog.Int("retry", retry),
+			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)}
+		var rl *rateLimited
+		if errors.As(err, &rl) {
+			attrs = append(attrs, slog.Float64("next_slot_s", rl.retryAfter.Seconds()))
 		}
-		h.Log.LogAttrs(ctx, level, "task", slog.String("outcome", outcome), slog.Int("retry", retry),
-			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+		h.Log.LogAttrs(ctx, level, "task", attrs...)
 		return err
 	})
+}
+
+// taskOutcome names how a task run ended, at the level an operator should see it. A campaign send
+// held back by pacing or quiet hours (rateLimited) is the plan working, not an error: logged as
+// "paced" at INFO, never WARN, so that an operator alerting on WARN is not paged for every paced
+// opening. (asynq does not count it as failed either: see isFailure.)
+func taskOutcome(err error) (slog.Level, string) {
+	var rl *rateLimited
+	switch {
+	case err == nil:
+		return slog.LevelInfo, "ok"
+	case errors.As(err, &rl):
+		return slog.LevelInfo, "paced"
+	}
+	// The error itself is logged once, with its details, by taskFailed.
+	return slog.LevelWarn, "error"
+}
+
+// taskFailed is the worker's asynq ErrorHandler: it logs a task's error once, with its details, unless
+// it is no failure at all (taskOutcome).
+func taskFailed(log *slog.Logger) asynq.ErrorHandlerFunc {
+	return func(ctx context.Context, task *asynq.Task, err error) {
+		if level, _ := taskOutcome(err); level < slog.LevelWarn {
+			return
+		}
+		id, _ := asynq.GetTaskID(ctx)
+		retried, _ := asynq.GetRetryCount(ctx)
+		log.WarnContext(ctx, "task failed", "task_type", task.Type(), "task_id", id, "retry", retried, "error", err.Error())
+	}
 }

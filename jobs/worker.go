@@ -3,7 +3,6 @@
 package jobs
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -108,11 +107,7 @@ func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log 
 		IsFailure:                isFailure,
 		Logger:                   logger,
 		LogLevel:                 asynqLevel(cfg.LogLevel),
-		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, task *asynq.Task, err error) {
-			id, _ := asynq.GetTaskID(ctx)
-			retried, _ := asynq.GetRetryCount(ctx)
-			log.WarnContext(ctx, "task failed", "task_type", task.Type(), "task_id", id, "retry", retried, "error", err.Error())
-		}),
+		ErrorHandler:             taskFailed(log),
 	})
 	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: logger, LogLevel: asynqLevel(cfg.LogLevel)})
 	return &Worker{srv: srv, mux: mux, scheduler: scheduler, sweep: cfg.SweepInterval}
