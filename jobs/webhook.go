@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -18,7 +17,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"code.dny.dev/ssrf"
 
@@ -35,12 +33,6 @@ const (
 
 	// maxWebhookURLLength bounds a saved webhook URL.
 	maxWebhookURLLength = 2048
-	// maxWebhookResponseBytes is how much of a response body Send reads.
-	maxWebhookResponseBytes = 64 << 10
-	// maxWebhookExcerptBytes is how much of a failed response's body goes into DeliveryResult.Error.
-	maxWebhookExcerptBytes = 512
-	// maxRetryAfter caps a receiver's Retry-After.
-	maxRetryAfter = time.Hour
 )
 
 // NewWebhookSecret returns a new per-account signing secret in the Standard Webhooks format: "whsec_"
@@ -174,112 +166,14 @@ func (s *WebhookSender) Send(ctx context.Context, req WebhookRequest) (res Deliv
 		return s.transportFailure(ctx, err)
 	}
 	defer resp.Body.Close()
-	// A read error after the status line changes nothing: the receiver has answered.
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxWebhookResponseBytes))
-
-	res = DeliveryResult{
-		StatusCode: resp.StatusCode,
-		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
-	}
-	switch code := resp.StatusCode; {
-	case code >= 200 && code <= 299:
-		res.RetryAfter = 0
-	case code >= 300 && code <= 399:
-		res.Error = fmt.Sprintf("HTTP %d: redirect not followed", code)
-	default:
-		res.Error = fmt.Sprintf("HTTP %d", code)
-		if excerpt := responseExcerpt(body); excerpt != "" {
-			res.Error += ": " + excerpt
-		}
-		res.Retryable = code == http.StatusRequestTimeout || code == http.StatusTooManyRequests ||
-			(code >= 500 && code <= 599)
-	}
-	return res
+	// The receiver's body is only an excerpt for a failure's Error: no message id, nothing to redact.
+	return classifyResponse(resp, responseReading{})
 }
 
-// transportFailure describes an attempt that got no HTTP response. Only a refused destination is final.
+// transportFailure describes an attempt that got no HTTP response (classifyTransportFailure). Only a
+// refused destination is final.
 func (s *WebhookSender) transportFailure(ctx context.Context, err error) DeliveryResult {
-	res := DeliveryResult{Retryable: true}
-	var netErr net.Error
-	var dnsErr *net.DNSError
-	switch {
-	case errors.Is(err, errDestinationNotAllowed):
-		res.Retryable = false
-		res.Error = "destination not allowed: " + refusalReason(err)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) ||
-		errors.Is(err, context.DeadlineExceeded) ||
-		(errors.As(err, &netErr) && netErr.Timeout()):
-		res.Error = "timeout after " + s.timeout.String()
-	case errors.Is(err, context.Canceled):
-		res.Error = "request canceled"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		res.Error = "connection refused"
-	case errors.Is(err, syscall.ECONNRESET):
-		res.Error = "connection reset"
-	case errors.As(err, &dnsErr):
-		res.Error = "dns lookup failed: " + dnsErr.Err + " (" + dnsErr.Name + ")"
-	default:
-		res.Error = "connection error: " + innermostMessage(err)
-	}
-	return res
-}
-
-// refusalReason is the guard's message without the wrapping of net and net/http.
-func refusalReason(err error) string {
-	var ge *guardError
-	if errors.As(err, &ge) {
-		return ge.reason
-	}
-	return innermostMessage(err)
-}
-
-// innermostMessage drops the "Post \"url\": " prefix that net/http puts on transport errors.
-func innermostMessage(err error) string {
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		return urlErr.Err.Error()
-	}
-	return err.Error()
-}
-
-// responseExcerpt is the start of a response body as text that any database column accepts: at most
-// 512 bytes of valid UTF-8, without NUL bytes, trimmed.
-func responseExcerpt(body []byte) string {
-	if len(body) > maxWebhookExcerptBytes {
-		body = body[:maxWebhookExcerptBytes]
-		// Drop a rune the cut split in two rather than turning it into a replacement character.
-		for i := 0; i < utf8.UTFMax && len(body) > 0; i++ {
-			if r, size := utf8.DecodeLastRune(body); r != utf8.RuneError || size != 1 {
-				break
-			}
-			body = body[:len(body)-1]
-		}
-	}
-	text := strings.ToValidUTF8(string(body), "\uFFFD")
-	text = strings.ReplaceAll(text, "\x00", "")
-	return strings.TrimSpace(text)
-}
-
-// parseRetryAfter reads a Retry-After header, delay-seconds or HTTP-date (RFC 9110 section 10.2.3), as a
-// delay from now. It is 0 when the header is absent, invalid or in the past, and at most maxRetryAfter.
-func parseRetryAfter(value string, now time.Time) time.Duration {
-	value = strings.TrimSpace(value)
-	if value == "" {
-		return 0
-	}
-	var d time.Duration
-	if strings.Trim(value, "0123456789") == "" {
-		secs, err := strconv.ParseUint(value, 10, 64)
-		if err != nil || secs > uint64(maxRetryAfter/time.Second) {
-			return maxRetryAfter // only overflow makes a string of digits fail to parse
-		}
-		d = time.Duration(secs) * time.Second
-	} else if at, err := http.ParseTime(value); err == nil {
-		d = at.Sub(now)
-	} else {
-		return 0
-	}
-	return max(0, min(d, maxRetryAfter))
+	return classifyTransportFailure(ctx, err, s.timeout)
 }
 
 // ValidateWebhookURL checks a webhook URL a customer saves: an absolute http or https URL of at most 2048

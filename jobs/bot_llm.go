@@ -1,0 +1,154 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"golang.org/x/text/language"
+	"golang.org/x/text/language/display"
+)
+
+// handoffTool is the function the model calls to hand the conversation to a human.
+const handoffTool = "handoff_to_human"
+
+// llmBot asks an OpenAI-compatible chat completions endpoint.
+type llmBot struct {
+	completions openai.ChatCompletionService
+	model       string
+	httpClient  *http.Client
+}
+
+func (b *llmBot) Reply(ctx context.Context, req BotRequest) (BotResponse, error) {
+	completion, err := b.completions.New(ctx, b.params(req))
+	if err != nil {
+		// The SDK's error text is a sanitized status line ("OpenAI API error: 429 Too Many Requests");
+		// callers that need the provider's message can errors.As to *openai.Error.
+		return BotResponse{}, fmt.Errorf("bot reply: %w", err)
+	}
+	if len(completion.Choices) == 0 {
+		return BotResponse{}, errors.New("bot reply: the model returned no choices")
+	}
+	msg := completion.Choices[0].Message
+	for _, call := range msg.ToolCalls {
+		if call.Function.Name == handoffTool {
+			return BotResponse{Handoff: true, HandoffReason: handoffReason(call.Function.Arguments)}, nil
+		}
+	}
+	if msg.FunctionCall.Name == handoffTool { // servers that still answer with the legacy function_call
+		return BotResponse{Handoff: true, HandoffReason: handoffReason(msg.FunctionCall.Arguments)}, nil
+	}
+	if text := strings.TrimSpace(msg.Content); text != "" {
+		return BotResponse{Text: text}, nil
+	}
+	if refusal := strings.TrimSpace(msg.Refusal); refusal != "" {
+		// A refusal will not change on retry: a human should take over.
+		return BotResponse{Handoff: true, HandoffReason: "the model refused: " + truncateRunes(refusal, 200)}, nil
+	}
+	return BotResponse{}, fmt.Errorf("bot reply: the model returned no text and no tool call (finish reason %q)", completion.Choices[0].FinishReason)
+}
+
+// params builds the chat completion request: one system message, then the history in order.
+func (b *llmBot) params(req BotRequest) openai.ChatCompletionNewParams {
+	messages := make([]openai.ChatCompletionMessageParamUnion, 0, len(req.History)+1)
+	messages = append(messages, openai.SystemMessage(systemPrompt(req)))
+	for _, turn := range req.History {
+		if strings.TrimSpace(turn.Text) == "" {
+			continue // media-only or reaction turns carry no text for the model
+		}
+		if turn.Role == BotRoleAssistant {
+			messages = append(messages, openai.AssistantMessage(turn.Text))
+		} else {
+			messages = append(messages, openai.UserMessage(turn.Text))
+		}
+	}
+	return openai.ChatCompletionNewParams{
+		Model:    b.model,
+		Messages: messages,
+		Tools: []openai.ChatCompletionToolUnionParam{
+			openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+				Name: handoffTool,
+				Description: openai.String("Hand the conversation to a human member of the business's team. Call it when " +
+					"the contact asks for a human (a person, an agent, a representative), or when you cannot help " +
+					"them with what they need. Do not write a reply when you call it."),
+				Parameters: openai.FunctionParameters{
+					"type": "object",
+					"properties": map[string]any{
+						"reason": map[string]any{
+							"type":        "string",
+							"description": "Why a human is needed, in one short sentence for the team.",
+						},
+					},
+					"required":             []string{"reason"},
+					"additionalProperties": false,
+				},
+			}),
+		},
+	}
+}
+
+// systemPrompt tells the model who it is, what the business wants, and how to answer.
+func systemPrompt(req BotRequest) string {
+	var p strings.Builder
+	p.WriteString("You write the messages of a business to one of its contacts in a chat (SMS, WhatsApp, Messenger, Instagram or a website chat). " +
+		"Keep messages short, friendly and in plain text, without markdown. Do not invent facts, prices or promises " +
+		"that the instructions below do not give you.\n")
+	fmt.Fprintf(&p, "Answer in %s.\n", languageName(req.Language))
+	if name := strings.TrimSpace(req.FirstName); name != "" {
+		fmt.Fprintf(&p, "The contact's first name is %s.\n", name)
+	}
+	if instructions := strings.TrimSpace(req.Instructions); instructions != "" {
+		fmt.Fprintf(&p, "\nInstructions from the business:\n%s\n", instructions)
+	}
+	if goal := strings.TrimSpace(req.Goal); goal != "" {
+		fmt.Fprintf(&p, "\nGoal of the conversation: %s\nSteer the conversation toward this goal without being pushy.\n", goal)
+	}
+	fmt.Fprintf(&p, "\nIf the contact asks for a human, or you cannot help them, call the %s tool instead of replying.\n", handoffTool)
+	if req.FollowUp {
+		p.WriteString("\nThe contact has not answered the last message. Write one short follow-up message that " +
+			"nudges them toward the goal. Do not repeat earlier messages word for word.\n")
+	}
+	return p.String()
+}
+
+// languageName turns a BCP 47 tag into "Spanish (es)" for the prompt; an unknown tag is used as given.
+func languageName(tag string) string {
+	tag = strings.TrimSpace(tag)
+	if tag == "" {
+		tag = "en"
+	}
+	t, err := language.Parse(tag)
+	if err != nil {
+		return tag
+	}
+	if name := display.English.Tags().Name(t); name != "" {
+		return fmt.Sprintf("%s (%s)", name, tag)
+	}
+	return tag
+}
+
+// handoffReason reads the tool call's {"reason": "..."}; missing or malformed arguments get a generic
+// reason, since the model's wish for a human matters more than its wording.
+func handoffReason(arguments string) string {
+	var args struct {
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal([]byte(arguments), &args) == nil {
+		if reason := strings.TrimSpace(args.Reason); reason != "" {
+			return truncateRunes(reason, 500)
+		}
+	}
+	return HandoffBotAsked
+}
+
+// truncateRunes keeps at most n runes of s.
+func truncateRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
+}
