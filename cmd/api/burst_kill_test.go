@@ -19,6 +19,7 @@ import (
 // receiver answered may arrive again under the same webhook-id, which receivers drop (README, "Reliability"); the
 // test reports those.
 func TestWorkerKilledDuringABurst(t *testing.T) {
+	t.Parallel()
 	const n = 300
 	var mu sync.Mutex
 	bySender := map[string]map[string]int{} // toId -> webhook-id -> deliveries

@@ -18,6 +18,7 @@ import (
 // receiver, under one webhook-id (a worker killed between the receiver's 200 and our record of it
 // sends that opening again under the same id, which the receiver drops: logged as repeated).
 func TestWorkerKilledMidCampaign(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	byContact := map[string][]string{} // toId -> webhook-ids received
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,8 @@ package main_test
 import (
 	"net/http"
 	"testing"
+
+	"funnelchat/models"
 )
 
 // killDeployment is the system a kill test runs against, as processes: on PostgreSQL + Redis an api and
@@ -14,6 +16,8 @@ type killDeployment struct {
 	environ   []string
 	api       *process
 	workers   []*process // PostgreSQL + Redis only
+	// store reads and writes the deployment's own database (PostgreSQL + Redis only).
+	store *models.Store
 }
 
 // startKillDeployment starts the api and, on PostgreSQL + Redis, `workers` worker processes, with vars
@@ -25,7 +29,9 @@ func startKillDeployment(t *testing.T, email string, workers int, hook string, v
 	d := &killDeployment{t: t, base: "http://127.0.0.1:" + port}
 	common := append([]string{"PORT=" + port, "SWEEP_INTERVAL=2s", "WEBHOOK_ALLOW_PRIVATE=true"}, vars...)
 	if env.Postgres() {
-		d.environ = baseEnv(append(common, "DATABASE_URL="+env.DatabaseURL, "REDIS_URL="+env.RedisURL, "REQUIRE_HTTPS=false")...)
+		var backends []string
+		backends, d.store = ownBackends(t)
+		d.environ = baseEnv(append(append(common, backends...), "REQUIRE_HTTPS=false")...)
 		d.key = admin(t, d.environ, "account", "create", "--email", email)["apiKey"].(string)
 		d.api = start(t, d.environ, "api")
 		for range workers {

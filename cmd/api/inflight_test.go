@@ -23,6 +23,7 @@ import (
 // server's 100 Continue, the port refusing connections); its one pause, slowClient, only gives an api
 // that does not wait for them the time to exit.
 func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
+	t.Parallel()
 	const (
 		plain = 8 // ordinary requests, besides the one that sends Expect: 100-continue
 		// slowClient is how long the clients hold their requests unfinished once the api has stopped
@@ -37,7 +38,8 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 	var environ []string
 	var key string
 	if env.Postgres() {
-		environ = baseEnv(append(common, "DATABASE_URL="+env.DatabaseURL, "REDIS_URL="+env.RedisURL, "REQUIRE_HTTPS=false")...)
+		backends, _ := ownBackends(t)
+		environ = baseEnv(append(append(common, backends...), "REQUIRE_HTTPS=false")...)
 		key = admin(t, environ, "account", "create", "--email", "inflight@example.com")["apiKey"].(string)
 	} else {
 		environ = baseEnv(append(common, "DATA_DIR="+t.TempDir())...)

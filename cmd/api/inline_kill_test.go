@@ -20,6 +20,7 @@ import (
 // finds it pending) under the same webhook-id, exactly once more, and end sent, with one reply in the
 // conversation.
 func TestKillBetweenTheReceiversAnswerAndItsRecord(t *testing.T) {
+	t.Parallel()
 	var (
 		mu      sync.Mutex
 		ids     []string // webhook-id of every delivery, each answered 200
@@ -85,7 +86,7 @@ func TestKillBetweenTheReceiversAnswerAndItsRecord(t *testing.T) {
 func holdWrites(t *testing.T, d *killDeployment, messageID string) (release func()) {
 	ctx := context.Background()
 	if env.Postgres() {
-		tx, err := env.Store.DB().BeginTx(ctx, nil)
+		tx, err := d.store.DB().BeginTx(ctx, nil)
 		if err != nil {
 			t.Error(err)
 			return func() {}
@@ -97,7 +98,7 @@ func holdWrites(t *testing.T, d *killDeployment, messageID string) (release func
 			// The killed worker's statement may have reached PostgreSQL already, waiting for the lock;
 			// its backend would run it once the lock is free, as if the worker had lived. End it: the
 			// window under test is a process that dies before its record reaches the database.
-			_, err := env.Store.DB().ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			_, err := d.store.DB().ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 				WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`)
 			if err != nil {
 				t.Error(err)

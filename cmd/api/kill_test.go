@@ -66,6 +66,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 // mode the whole api is killed, its in-process Redis is lost, and the sweep finds the pending delivery
 // in SQLite. Either way the reply arrives exactly once, with one webhook-id.
 func TestKilledWorkerLosesAndDuplicatesNothing(t *testing.T) {
+	t.Parallel()
 	sink := newBlockingSink(t)
 	d := startKillDeployment(t, "kill@example.com", 1, sink.URL+"/hook", "WEBHOOK_RETRY_SCHEDULE=1s,1s,1s,1s")
 	status, body := d.call("POST", "/v1/incoming_custom_channel_message", map[string]any{

@@ -13,16 +13,18 @@ import (
 // failures would be archived long before the database came back), and every message retried to a 200
 // ends with exactly one reply.
 func TestPostgresOutageUnderLoadLosesNothing(t *testing.T) {
+	t.Parallel()
 	if !env.Postgres() {
 		t.Skip("in standalone mode the database is SQLite in-process; the PostgreSQL pass runs this test")
 	}
-	u, err := url.Parse(env.DatabaseURL)
+	dbURL, store := ownDatabase(t)
+	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := newCutProxy(t, u.Host)
 	u.Host = proxy.Addr()
 	outageUnderLoad(t, "pg-outage@example.com",
-		[]string{"DATABASE_URL=" + u.String(), "REDIS_URL=" + env.RedisURL},
+		[]string{"DATABASE_URL=" + u.String(), "REDIS_URL=" + claimRedisDB(t)}, store,
 		fault{down: func(*deployment) { proxy.Cut() }, up: func(*deployment) { proxy.Restore() }, answers503: true})
 }

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"funnelchat/models"
 )
 
 // TestRedisOutageUnderLoadLosesNothing stops the api's and the worker's Redis for 10 s while clients keep
@@ -26,6 +28,7 @@ import (
 // must then get exactly one reply at the webhook, brought back by the database sweep, and both processes
 // must ride out the outage without a 500 or a restart (README, "Nothing accepted is lost").
 func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
+	t.Parallel()
 	if !env.Postgres() {
 		t.Skip("in standalone mode Redis is in-process and cannot be stopped alone; the PostgreSQL pass runs this test")
 	}
@@ -33,8 +36,9 @@ func TestRedisOutageUnderLoadLosesNothing(t *testing.T) {
 	redisPort := freePort(t)
 	redisDir := t.TempDir()
 	rds := startRedis(t, redisBin, redisDir, redisPort)
+	dbURL, store := ownDatabase(t)
 	outageUnderLoad(t, "redis-outage@example.com",
-		[]string{"DATABASE_URL=" + env.DatabaseURL, "REDIS_URL=redis://127.0.0.1:" + redisPort + "/0"},
+		[]string{"DATABASE_URL=" + dbURL, "REDIS_URL=redis://127.0.0.1:" + redisPort + "/0"}, store,
 		fault{
 			down:       func(*deployment) { rds.stop(t) },
 			up:         func(*deployment) { rds = startRedis(t, redisBin, redisDir, redisPort) },
@@ -64,7 +68,7 @@ type fault struct {
 // incoming endpoint never answered 500 (and answered 503 in its string form during a dependency's
 // outage), and the processes rode it out. It returns the load's result and when the last reply arrived,
 // for a test that measures more.
-func outageUnderLoad(t *testing.T, email string, backends []string, f fault) (loadResult, time.Time) {
+func outageUnderLoad(t *testing.T, email string, backends []string, store *models.Store, f fault) (loadResult, time.Time) {
 	sink := newReplySink(t, 300*time.Millisecond)
 	port := freePort(t)
 	base := "http://127.0.0.1:" + port
@@ -175,7 +179,7 @@ func outageUnderLoad(t *testing.T, email string, backends []string, f fault) (lo
 	// Every reply also shows as sent: a delivery whose attempt could not be recorded during the outage
 	// must not stay pending (or be archived) for good.
 	waitUntil(t, 30*time.Second, "every reply to show as sent", func() bool {
-		n, err := env.Store.DB().NewSelect().TableExpr("messages").
+		n, err := store.DB().NewSelect().TableExpr("messages").
 			Where("account_id = ? AND direction = 'outgoing' AND status <> 'sent'", accountID).Count(context.Background())
 		if err != nil {
 			t.Fatal(err)

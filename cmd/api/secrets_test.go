@@ -26,7 +26,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/uptrace/bun/driver/pgdriver"
 
@@ -41,15 +40,16 @@ import (
 // token and access tokens (what reaches the providers), the app secrets (inbound signatures) and the
 // verify tokens (Meta's subscription check).
 //
-// Each PostgreSQL test has a database and a Redis database number of its own: the package's database
-// is shared by the other process tests, which run without SECRETS_KEY and would refuse to start on
-// rows encrypted here (and the package's env.Store has a key of its own, env.SecretsKey).
+// Each PostgreSQL test has a database and a Redis database number of its own (backends_test.go), as
+// every process test here does: the other tests' processes run without SECRETS_KEY and would refuse to
+// start on rows encrypted here.
 
 // TestSecretsRotationKeepsEveryChannelWorking rotates SECRETS_KEY from A to B the documented way:
 // processes with SECRETS_KEY=B and SECRETS_KEY_PREVIOUS=A, `admin secrets rotate`, then processes with
 // B alone. Every channel of the account (the custom channel's signed webhook, SMS, WhatsApp, Messenger,
 // Instagram) is exercised in each phase, and the stored rows are read raw to see which key they are under.
 func TestSecretsRotationKeepsEveryChannelWorking(t *testing.T) {
+	t.Parallel()
 	if !env.Postgres() {
 		t.Skip(skipSecretsOnEmbedded)
 	}
@@ -101,6 +101,7 @@ func TestSecretsRotationKeepsEveryChannelWorking(t *testing.T) {
 // (inbound messages whose replies are queued), so a process that started anyway would have reached the
 // fake providers. The standalone part runs in both passes.
 func TestWrongSecretsKeyStopsStartUp(t *testing.T) {
+	t.Parallel()
 	t.Run("PostgreSQL", wrongSecretsKeyOnPostgres)
 	t.Run("standalone", wrongSecretsKeyStandalone)
 }
@@ -221,6 +222,7 @@ func wrongSecretsKeyStandalone(t *testing.T) {
 // once a key is set; in standalone mode the api makes a key of its own in DATA_DIR/secrets.key and uses
 // it again on the next start.
 func TestMissingSecretsKeyWarns(t *testing.T) {
+	t.Parallel()
 	t.Run("PostgreSQL", func(t *testing.T) {
 		if !env.Postgres() {
 			t.Skip("in standalone mode a key is always made in DATA_DIR; the PostgreSQL pass runs this part")
@@ -779,77 +781,6 @@ func (f *fakeProvider) await(t *testing.T, what string, match func(providerCall)
 		t.Fatalf("%s: %d requests, want 1", what, len(found))
 	}
 	return found[0]
-}
-
-// freshDatabase creates a PostgreSQL database for one test on TEST_DATABASE_URL's server, dropped when
-// the test ends, and returns its URL (migrated by the caller with admin migrate).
-func freshDatabase(t *testing.T) string {
-	t.Helper()
-	adminURL := os.Getenv("TEST_DATABASE_URL")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(adminURL)))
-	defer conn.Close()
-	name := "funnelchat_secrets_" + randomText()
-	if _, err := conn.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(adminURL)))
-		defer conn.Close()
-		if _, err := conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Logf("drop database %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(adminURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
-
-// claimRedisDB claims a free Redis database number on TEST_REDIS_URL's server for one test, the way
-// models/testenv claims the package's (the same lock key, so neither takes the other's), and empties
-// it when the test ends: queued tasks of these processes, which use a database of their own, must
-// not reach the package's other workers, nor theirs these.
-func claimRedisDB(t *testing.T) string {
-	t.Helper()
-	const lockKey = "funnelchat:testenv:lock"
-	base := os.Getenv("TEST_REDIS_URL")
-	opt, err := redis.ParseURL(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for db := 1; db < 16; db++ {
-		o := *opt
-		o.DB = db
-		client := redis.NewClient(&o)
-		ok, err := client.SetNX(ctx, lockKey, os.Getpid(), time.Hour).Result()
-		if err != nil || !ok {
-			_ = client.Close()
-			if err != nil {
-				t.Fatalf("TEST_REDIS_URL: %v", err)
-			}
-			continue
-		}
-		if err := client.FlushDB(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-		client.Set(ctx, lockKey, os.Getpid(), time.Hour)
-		t.Cleanup(func() {
-			_ = client.FlushDB(context.Background()).Err()
-			_ = client.Close()
-		})
-		u, _ := url.Parse(base)
-		u.Path = fmt.Sprintf("/%d", db)
-		return u.String()
-	}
-	t.Fatal("no free Redis database (1-15) for this test")
-	return ""
 }
 
 // exitsAtStart runs bin, which must exit with status 1 within 15 s, and returns its output and how

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"funnelchat/models"
 )
 
 // These tests run the api and the worker through Redis Sentinel (REDIS_SENTINEL_ADDRS and
@@ -39,6 +41,7 @@ const (
 // the sentinels took to promote the replica, how long until a request sent after the kill was answered
 // 200, what clients were answered meanwhile, and when the last reply arrived.
 func TestSentinelFailoverUnderLoadLosesNothing(t *testing.T) {
+	t.Parallel()
 	bin := sentinelRedisServer(t)
 	topo := startSentinelTopology(t, bin, time.Second)
 
@@ -47,7 +50,7 @@ func TestSentinelFailoverUnderLoadLosesNothing(t *testing.T) {
 	var p promotion
 	// The database outlives a run (-count), its accounts too: each run makes an account of its own.
 	email := fmt.Sprintf("sentinel-failover-%d@example.com", time.Now().UnixNano())
-	r, lastReply := outageUnderLoad(t, email, topo.environ(), fault{
+	r, lastReply := outageUnderLoad(t, email, topo.environ(), topo.store, fault{
 		down: func(*deployment) {
 			promoted = topo.watchPromotion(45 * time.Second)
 			killedAt = topo.killMaster(t)
@@ -125,6 +128,7 @@ func TestSentinelFailoverUnderLoadLosesNothing(t *testing.T) {
 // messages are posted, the master is killed, and the promoted replica is checked to hold none of their
 // tasks before a new worker starts.
 func TestSentinelFailoverLosingUnreplicatedWritesLosesNoMessage(t *testing.T) {
+	t.Parallel()
 	bin := sentinelRedisServer(t)
 	// Sentinel does not promote a replica whose link to the master has been down for longer than ten
 	// down-after periods plus the master's own down time (the "replica selection" rules of Redis's
@@ -264,7 +268,7 @@ func TestSentinelFailoverLosingUnreplicatedWritesLosesNoMessage(t *testing.T) {
 		t.Errorf("the sweep re-enqueued %d bot replies, want at least the %d Redis lost", swept, n)
 	}
 	waitUntil(t, 30*time.Second, "every reply to show as sent", func() bool {
-		count, err := env.Store.DB().NewSelect().TableExpr("messages").
+		count, err := topo.store.DB().NewSelect().TableExpr("messages").
 			Where("account_id = ? AND direction = 'outgoing' AND status <> 'sent'", accountID).Count(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -298,6 +302,9 @@ type sentinelTopology struct {
 	master                  *process
 	masterAddr, replicaAddr string
 	sentinels               []string // host:port of each sentinel
+	// dbURL is the test's own database, and store a store on it.
+	dbURL string
+	store *models.Store
 }
 
 // startSentinelTopology starts the master and the replica (both with requirepass and masterauth, no
@@ -310,6 +317,7 @@ func startSentinelTopology(t *testing.T, bin string, downAfter time.Duration) *s
 	ports := freePorts(t, 5) // the master, the replica and three sentinels
 	masterPort, replicaPort := ports[0], ports[1]
 	s := &sentinelTopology{masterAddr: "127.0.0.1:" + masterPort, replicaAddr: "127.0.0.1:" + replicaPort}
+	s.dbURL, s.store = ownDatabase(t)
 	s.master = startRedisNode(t, bin, dir, masterPort)
 	startRedisNode(t, bin, dir, replicaPort, "--replicaof", "127.0.0.1", masterPort)
 	replica := nodeClient(t, s.replicaAddr)
@@ -358,7 +366,7 @@ func startSentinelTopology(t *testing.T, bin string, downAfter time.Duration) *s
 // dialled REDIS_URL's address instead of asking the sentinels would reach nothing.
 func (s *sentinelTopology) environ() []string {
 	return []string{
-		"DATABASE_URL=" + env.DatabaseURL,
+		"DATABASE_URL=" + s.dbURL,
 		"REDIS_SENTINEL_ADDRS=" + strings.Join(s.sentinels, ","),
 		"REDIS_SENTINEL_MASTER=" + sentinelMaster,
 		"REDIS_SENTINEL_PASSWORD=" + sentinelPassword,
@@ -516,6 +524,7 @@ func sweptBotReplies(t *testing.T, output string) int {
 // Sentinel a rotation waits for a replica to confirm the mark, and is refused (nothing changed) when
 // none does; once one does, the promoted replica refuses the old key.
 func TestSentinelFailoverKeepsARotatedKeyRevoked(t *testing.T) {
+	t.Parallel()
 	bin := sentinelRedisServer(t)
 	topo := startSentinelTopology(t, bin, 2*time.Second)
 	port := freePort(t)

@@ -8,12 +8,14 @@ import "testing"
 // (clients meanwhile find no server and retry), the worker after returning unfinished tasks to their
 // queue; every message retried to a 200 ends with exactly one reply.
 func TestSIGTERMUnderLoadLosesNothing(t *testing.T) {
+	t.Parallel()
 	if !env.Postgres() {
 		t.Skip("in standalone mode the api is the worker and Redis is in-process; the PostgreSQL pass runs this test")
 	}
-	backends := []string{"DATABASE_URL=" + env.DatabaseURL, "REDIS_URL=" + env.RedisURL}
 	t.Run("api", func(t *testing.T) {
-		outageUnderLoad(t, "sigterm-api@example.com", backends, fault{
+		t.Parallel()
+		backends, store := ownBackends(t)
+		outageUnderLoad(t, "sigterm-api@example.com", backends, store, fault{
 			down: func(d *deployment) { d.api.stop(t) },
 			up: func(d *deployment) {
 				d.api = start(t, d.environ, "api")
@@ -23,7 +25,9 @@ func TestSIGTERMUnderLoadLosesNothing(t *testing.T) {
 		})
 	})
 	t.Run("worker", func(t *testing.T) {
-		outageUnderLoad(t, "sigterm-worker@example.com", backends, fault{
+		t.Parallel()
+		backends, store := ownBackends(t)
+		outageUnderLoad(t, "sigterm-worker@example.com", backends, store, fault{
 			down: func(d *deployment) { d.worker.stop(t) },
 			up:   func(d *deployment) { d.worker = start(t, d.environ, "worker") },
 		})
