@@ -18,6 +18,9 @@ type contactRequest struct {
 	Phone          *string `json:"phone"`
 	PhoneNumber    *string `json:"phone_number"`
 	Email          *string `json:"email"`
+	TimeZone       *string `json:"timeZone"`
+	// Consent is evidence that the person agreed to be messaged (README, "Compliance").
+	Consent *consentRequest `json:"consent"`
 }
 
 func (r *contactRequest) input() (models.ContactInput, error) {
@@ -35,10 +38,15 @@ func (r *contactRequest) input() (models.ContactInput, error) {
 	if r.Email != nil {
 		in.Email = *r.Email
 	}
+	if r.TimeZone != nil {
+		in.TimeZone = *r.TimeZone
+	}
 	return in, nil
 }
 
-// createContact: POST /v1/contacts -> 201 with a new contact, 200 with the existing one.
+// createContact: POST /v1/contacts -> 201 with a new contact, 200 with the existing one. With
+// "consent", the evidence is recorded on the contact (new or existing) as opted_in (or the status it
+// gives) before the answer.
 func (s *Server) createContact(c *fiber.Ctx) error {
 	var req contactRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -48,9 +56,24 @@ func (s *Server) createContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	contact, created, err := s.store.CreateOrGetContact(c.UserContext(), accountOf(c).ID, in)
+	// The evidence is checked before anything is stored.
+	var consent *models.ConsentInput
+	if req.Consent != nil {
+		ci, err := req.Consent.input("consent.")
+		if err != nil {
+			return err
+		}
+		consent = &ci
+	}
+	ctx, acc := c.UserContext(), accountOf(c)
+	contact, created, err := s.store.CreateOrGetContact(ctx, acc.ID, in)
 	if err != nil {
 		return err
+	}
+	if consent != nil {
+		if contact, err = s.store.SetConsent(ctx, acc.ID, contact.ID, *consent); err != nil {
+			return err
+		}
 	}
 	status := fiber.StatusOK
 	if created {

@@ -217,7 +217,7 @@ func TestLLMBot(t *testing.T) {
 		if req["model"] != "test-model" || last["role"] != "user" || !strings.Contains(last["content"].(string), "Canada") {
 			t.Fatalf("LLM request: %v", req)
 		}
-		if tools, _ := req["tools"].([]any); len(tools) != 1 || !strings.Contains(mustJSON(tools), "handoff_to_human") {
+		if tools, _ := req["tools"].([]any); len(tools) != 2 || !strings.Contains(mustJSON(tools), "handoff_to_human") || !strings.Contains(mustJSON(tools), `"opt_out"`) {
 			t.Fatalf("handoff tool not offered: %v", req["tools"])
 		}
 	})

@@ -141,3 +141,25 @@ func boolQuery(c *fiber.Ctx, name string) (*bool, error) {
 	}
 	return nil, models.Errorf(models.CodeValidation, "%s must be true or false", name)
 }
+
+// nullable is a JSON member whose null and absence mean different things (PUT /v1/settings/compliance's
+// quietHours: null is "none", absent is "unchanged"): Set says that it was present, Value is nil for
+// null.
+type nullable[T any] struct {
+	Set   bool
+	Value *T
+}
+
+func (n *nullable[T]) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	if string(bytes.TrimSpace(b)) == "null" {
+		n.Value = nil
+		return nil
+	}
+	v := new(T)
+	if err := json.Unmarshal(b, v); err != nil {
+		return err
+	}
+	n.Value = v
+	return nil
+}

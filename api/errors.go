@@ -28,6 +28,7 @@ var statusByCode = map[string]int{
 	models.CodeNotFound:          fiber.StatusNotFound,
 	codeMethodNotAllowed:         fiber.StatusMethodNotAllowed,
 	models.CodeConflict:          fiber.StatusConflict,
+	models.CodeOptedOut:          fiber.StatusConflict,
 	models.CodeTooLarge:          fiber.StatusRequestEntityTooLarge,
 	models.CodeIdempotencyReused: fiber.StatusUnprocessableEntity,
 	codeRateLimited:              fiber.StatusTooManyRequests,

@@ -168,6 +168,9 @@ var isolationBodies = map[string]func(t *testing.T, caller *tenant) isolationReq
 	"PUT /v1/contacts/{id}/bot": func(*testing.T, *tenant) isolationRequest {
 		return isolationRequest{body: map[string]any{"active": true}}
 	},
+	"PUT /v1/contacts/{id}/consent": func(*testing.T, *tenant) isolationRequest {
+		return isolationRequest{body: map[string]any{"status": "opted_in", "text": "not yours to give"}}
+	},
 	"POST /v1/contacts/{id}/messages": func(*testing.T, *tenant) isolationRequest {
 		return isolationRequest{body: map[string]any{"body": "hi"}}
 	},

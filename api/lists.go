@@ -54,6 +54,9 @@ func (s *Server) addToList(c *fiber.Ctx) error {
 		ContactID      *string   `json:"contactId"`
 		ContactIDSnake *string   `json:"contact_id"`
 		ContactIDs     *[]string `json:"contactIds"`
+		// Consent (single form only) is evidence recorded before the contact is added, so that the
+		// opening the addition triggers already sees it.
+		Consent *consentRequest `json:"consent"`
 	}
 	if err := decodeJSON(c, &req); err != nil {
 		return err
@@ -68,6 +71,8 @@ func (s *Server) addToList(c *fiber.Ctx) error {
 		return models.Errorf(models.CodeValidation, "send either contactId or contactIds, not both")
 	case !batch && single == "":
 		return models.Errorf(models.CodeValidation, "contactId is required")
+	case batch && req.Consent != nil:
+		return models.Errorf(models.CodeValidation, "consent goes with the single form (contactId), one person's evidence at a time")
 	}
 	ids := []string{single}
 	if batch {
@@ -79,6 +84,18 @@ func (s *Server) addToList(c *fiber.Ctx) error {
 		}
 	}
 
+	if req.Consent != nil {
+		in, err := req.Consent.input("consent.")
+		if err != nil {
+			return err
+		}
+		if _, err := s.store.ListByID(c.UserContext(), accountOf(c).ID, c.Params("id")); err != nil {
+			return err
+		}
+		if _, err := s.store.SetConsent(c.UserContext(), accountOf(c).ID, single, in); err != nil {
+			return err
+		}
+	}
 	res, err := s.app.AddToList(c.UserContext(), accountOf(c).ID, c.Params("id"), ids)
 	if err != nil {
 		return err

@@ -141,6 +141,7 @@ func (s *Server) routes() {
 	v1 := s.fiber.Group("/v1", s.https.Require)
 	ch := &channels{cfg: s.cfg, store: s.store, app: s.app, https: s.https, log: s.log}
 	cr := &credits{store: s.store, app: s.app, redis: s.redis, log: s.log}
+	cs := &consent{store: s.store, log: s.log}
 	v1.Get("/openapi.json", s.openAPI)
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and
 	// a wrong method a 405 before any key is asked for (README, "API at a glance").
@@ -160,6 +161,9 @@ func (s *Server) routes() {
 	authed(fiber.MethodPost, "/contacts", s.createContact)
 	authed(fiber.MethodGet, "/contacts", s.findContact)
 	authed(fiber.MethodGet, "/contacts/:id", s.getContact)
+	authed(fiber.MethodGet, "/contacts/:id/consent", cs.getConsent)
+	authed(fiber.MethodPut, "/contacts/:id/consent", cs.putConsent)
+	authed(fiber.MethodGet, "/consent/export", cs.exportConsent)
 
 	authed(fiber.MethodPost, "/lists", s.createList)
 	authed(fiber.MethodGet, "/lists", s.listLists)
@@ -192,6 +196,8 @@ func (s *Server) routes() {
 	authed(fiber.MethodPut, "/settings/alert_webhook", s.putAlertWebhook)
 	authed(fiber.MethodGet, "/settings/bot", s.getBotSettings)
 	authed(fiber.MethodPut, "/settings/bot", s.putBotSettings)
+	authed(fiber.MethodGet, "/settings/compliance", cs.getCompliance)
+	authed(fiber.MethodPut, "/settings/compliance", cs.putCompliance)
 	authed(fiber.MethodPut, "/settings/channels/sms", ch.putSMSSettings)
 	authed(fiber.MethodPut, "/settings/channels/whatsapp", ch.putWhatsAppSettings)
 	authed(fiber.MethodPut, "/settings/channels/messenger", ch.putMessengerSettings)

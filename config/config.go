@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"funnelchat/models"
 )
 
 // Config holds every setting of the README's "Configuration" table.
@@ -53,6 +55,8 @@ type Config struct {
 	WebhookAllowPrivate  bool
 
 	CampaignSendsPerMinute int
+	// DefaultQuietHours are the quiet hours of accounts that have not chosen their own (nil: none).
+	DefaultQuietHours *models.QuietHours
 
 	BotLLMBaseURL   string
 	BotLLMAPIKey    string
@@ -126,6 +130,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.WebhookRetrySchedule = r.durations("WEBHOOK_RETRY_SCHEDULE", []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute})
 	c.WebhookAllowPrivate = r.boolean("WEBHOOK_ALLOW_PRIVATE", c.Standalone)
 	c.CampaignSendsPerMinute = r.intRange("CAMPAIGN_SENDS_PER_MINUTE", 20, 1, 100_000)
+	c.DefaultQuietHours = r.quietHours("DEFAULT_QUIET_HOURS")
 	c.BotLLMBaseURL = r.httpURL("BOT_LLM_BASE_URL")
 	c.BotLLMAPIKey = r.str("BOT_LLM_API_KEY", "")
 	c.BotLLMModel = r.str("BOT_LLM_MODEL", "")
@@ -312,6 +317,21 @@ func (r *reader) secretsKey(name string) []byte {
 	}
 	r.fail(name, "must be 32 random bytes in base64 (openssl rand -base64 32); the value given is not")
 	return nil
+}
+
+// quietHours reads HH:MM-HH:MM or "off"; absent, models.DefaultQuietHours (21:00-08:00).
+func (r *reader) quietHours(name string) *models.QuietHours {
+	v, ok := r.raw(name)
+	if !ok {
+		q := models.DefaultQuietHours
+		return &q
+	}
+	q, err := models.ParseQuietHours(v)
+	if err != nil {
+		r.fail(name, "must be HH:MM-HH:MM (e.g. 21:00-08:00) or off: %s", models.ErrorMessage(err))
+		return nil
+	}
+	return q
 }
 
 func (r *reader) level(name string, def slog.Level) slog.Level {

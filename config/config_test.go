@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"funnelchat/config"
+
+	"funnelchat/models"
 )
 
 // env is a getenv backed by a map, so that tests never see the process environment.
@@ -43,6 +45,7 @@ func defaults() *config.Config {
 		WebhookRetrySchedule:   []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute},
 		WebhookAllowPrivate:    true,
 		CampaignSendsPerMinute: 20,
+		DefaultQuietHours:      &models.QuietHours{Start: "21:00", End: "08:00"},
 		BotReplyCredits:        1,
 		WorkerConcurrency:      20,
 		SweepInterval:          time.Minute,
@@ -150,6 +153,7 @@ func TestLoadValues(t *testing.T) {
 		"WEBHOOK_TIMEOUT":           "1500ms",
 		"WEBHOOK_RETRY_SCHEDULE":    "1s, 2m30s ,1h",
 		"CAMPAIGN_SENDS_PER_MINUTE": "100000",
+		"DEFAULT_QUIET_HOURS":       " 20:30 - 07:45 ",
 		"BOT_LLM_BASE_URL":          "https://api.openai.com/v1/",
 		"BOT_LLM_API_KEY":           "sk-test",
 		"BOT_LLM_MODEL":             "gpt-4o-mini",
@@ -183,6 +187,7 @@ func TestLoadValues(t *testing.T) {
 		WebhookTimeout:         1500 * time.Millisecond,
 		WebhookRetrySchedule:   []time.Duration{time.Second, 150 * time.Second, time.Hour},
 		CampaignSendsPerMinute: 100000,
+		DefaultQuietHours:      &models.QuietHours{Start: "20:30", End: "07:45"},
 		BotLLMBaseURL:          "https://api.openai.com/v1",
 		BotLLMAPIKey:           "sk-test",
 		BotLLMModel:            "gpt-4o-mini",
@@ -338,6 +343,9 @@ func TestLoadInvalid(t *testing.T) {
 		{"WEBHOOK_RETRY_SCHEDULE zero element", map[string]string{"WEBHOOK_RETRY_SCHEDULE": "0s,30s"}, "WEBHOOK_RETRY_SCHEDULE"},
 		{"WEBHOOK_RETRY_SCHEDULE element without unit", map[string]string{"WEBHOOK_RETRY_SCHEDULE": "5s,30"}, "WEBHOOK_RETRY_SCHEDULE"},
 		{"CAMPAIGN_SENDS_PER_MINUTE zero", map[string]string{"CAMPAIGN_SENDS_PER_MINUTE": "0"}, "CAMPAIGN_SENDS_PER_MINUTE"},
+		{"DEFAULT_QUIET_HOURS not a window", map[string]string{"DEFAULT_QUIET_HOURS": "21:00"}, "DEFAULT_QUIET_HOURS"},
+		{"DEFAULT_QUIET_HOURS out of range", map[string]string{"DEFAULT_QUIET_HOURS": "21:00-24:00"}, "DEFAULT_QUIET_HOURS"},
+		{"DEFAULT_QUIET_HOURS empty window", map[string]string{"DEFAULT_QUIET_HOURS": "08:00-08:00"}, "DEFAULT_QUIET_HOURS"},
 		{"BOT_LLM_BASE_URL not http", map[string]string{"BOT_LLM_BASE_URL": "ftp://llm.internal/v1", "BOT_LLM_MODEL": "m"}, "BOT_LLM_BASE_URL"},
 		{"BOT_LLM_BASE_URL without scheme", map[string]string{"BOT_LLM_BASE_URL": "api.openai.com/v1", "BOT_LLM_MODEL": "m"}, "BOT_LLM_BASE_URL"},
 		{"BOT_LLM_BASE_URL without model", map[string]string{"BOT_LLM_BASE_URL": "https://api.openai.com/v1"}, "BOT_LLM_MODEL"},

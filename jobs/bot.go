@@ -38,14 +38,17 @@ type BotRequest struct {
 
 // BotResponse is the bot's decision: a message to send, or a handoff to a human.
 type BotResponse struct {
-	Text          string // the reply to send; empty when Handoff
+	Text          string // the reply to send; empty when Handoff or OptOut
 	Handoff       bool   // the bot needs a human
 	HandoffReason string // why, e.g. "contact asked for a human" or the model's stated reason
+	// OptOut: the contact asked, in its own words, to receive no more messages ("please stop texting
+	// me"); the service opts it out and sends the confirmation instead of Text.
+	OptOut bool
 }
 
 // Bot writes the business's next message in a conversation.
 type Bot interface {
-	// Reply returns a non-empty Text, or Handoff with a reason. An error means no answer could be
+	// Reply returns a non-empty Text, or Handoff with a reason, or OptOut. An error means no answer could be
 	// obtained this time (network, timeout, HTTP error status, malformed or empty model output): the
 	// caller retries and, once out of retries, raises an alert. Reply never retries by itself.
 	Reply(ctx context.Context, req BotRequest) (BotResponse, error)

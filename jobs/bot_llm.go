@@ -13,8 +13,12 @@ import (
 	"golang.org/x/text/language/display"
 )
 
-// handoffTool is the function the model calls to hand the conversation to a human.
-const handoffTool = "handoff_to_human"
+// handoffTool is the function the model calls to hand the conversation to a human; optOutTool the one
+// it calls when the contact asks, in its own words, to receive no more messages.
+const (
+	handoffTool = "handoff_to_human"
+	optOutTool  = "opt_out"
+)
 
 // llmBot asks an OpenAI-compatible chat completions endpoint.
 type llmBot struct {
@@ -34,6 +38,16 @@ func (b *llmBot) Reply(ctx context.Context, req BotRequest) (BotResponse, error)
 		return BotResponse{}, errors.New("bot reply: the model returned no choices")
 	}
 	msg := completion.Choices[0].Message
+	// An opt-out is honoured before anything else the model asked for: a person who said stop must
+	// hear nothing more but the confirmation.
+	for _, call := range msg.ToolCalls {
+		if call.Function.Name == optOutTool && !req.FollowUp {
+			return BotResponse{OptOut: true}, nil
+		}
+	}
+	if msg.FunctionCall.Name == optOutTool && !req.FollowUp {
+		return BotResponse{OptOut: true}, nil
+	}
 	for _, call := range msg.ToolCalls {
 		if call.Function.Name == handoffTool {
 			return BotResponse{Handoff: true, HandoffReason: handoffReason(call.Function.Arguments)}, nil
@@ -66,29 +80,37 @@ func (b *llmBot) params(req BotRequest) openai.ChatCompletionNewParams {
 			messages = append(messages, openai.UserMessage(turn.Text))
 		}
 	}
-	return openai.ChatCompletionNewParams{
-		Model:    b.model,
-		Messages: messages,
-		Tools: []openai.ChatCompletionToolUnionParam{
-			openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
-				Name: handoffTool,
-				Description: openai.String("Hand the conversation to a human member of the business's team. Call it when " +
-					"the contact asks for a human (a person, an agent, a representative), or when you cannot help " +
-					"them with what they need. Do not write a reply when you call it."),
-				Parameters: openai.FunctionParameters{
-					"type": "object",
-					"properties": map[string]any{
-						"reason": map[string]any{
-							"type":        "string",
-							"description": "Why a human is needed, in one short sentence for the team.",
-						},
+	tools := []openai.ChatCompletionToolUnionParam{
+		openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name: handoffTool,
+			Description: openai.String("Hand the conversation to a human member of the business's team. Call it when " +
+				"the contact asks for a human (a person, an agent, a representative), or when you cannot help " +
+				"them with what they need. Do not write a reply when you call it."),
+			Parameters: openai.FunctionParameters{
+				"type": "object",
+				"properties": map[string]any{
+					"reason": map[string]any{
+						"type":        "string",
+						"description": "Why a human is needed, in one short sentence for the team.",
 					},
-					"required":             []string{"reason"},
-					"additionalProperties": false,
 				},
-			}),
-		},
+				"required":             []string{"reason"},
+				"additionalProperties": false,
+			},
+		}),
 	}
+	if !req.FollowUp {
+		// A follow-up answers no message of the contact's, so there is no request to read in it.
+		tools = append(tools, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name: optOutTool,
+			Description: openai.String("Record that the contact does not want to receive any more messages from the business. " +
+				"Call it when the contact's last message asks to stop, in any words or language (\"please stop texting me\", " +
+				"\"take me off your list\", \"leave me alone\"). Do not call it for complaints or questions that are not " +
+				"such a request. Do not write a reply when you call it: the service sends the confirmation."),
+			Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{}, "additionalProperties": false},
+		}))
+	}
+	return openai.ChatCompletionNewParams{Model: b.model, Messages: messages, Tools: tools}
 }
 
 // systemPrompt tells the model who it is, what the business wants, and how to answer.
@@ -108,6 +130,9 @@ func systemPrompt(req BotRequest) string {
 		fmt.Fprintf(&p, "\nGoal of the conversation: %s\nSteer the conversation toward this goal without being pushy.\n", goal)
 	}
 	fmt.Fprintf(&p, "\nIf the contact asks for a human, or you cannot help them, call the %s tool instead of replying.\n", handoffTool)
+	if !req.FollowUp {
+		fmt.Fprintf(&p, "If the contact asks to receive no more messages, call the %s tool instead of replying.\n", optOutTool)
+	}
 	if req.FollowUp {
 		p.WriteString("\nThe contact has not answered the last message. Write one short follow-up message that " +
 			"nudges them toward the goal. Do not repeat earlier messages word for word.\n")

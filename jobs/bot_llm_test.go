@@ -140,14 +140,18 @@ func TestLLMBotRequest(t *testing.T) {
 			}
 
 			tools, _ := got.Body["tools"].([]any)
-			if len(tools) != 1 {
-				t.Fatalf("got %d tools, want 1: %v", len(tools), tools)
+			// Answering a contact's message, the model may hand off or record an opt-out.
+			if len(tools) != 2 {
+				t.Fatalf("got %d tools, want 2: %v", len(tools), tools)
 			}
-			tool := tools[0].(map[string]any)
-			fn, _ := tool["function"].(map[string]any)
-			if tool["type"] != "function" || fn["name"] != "handoff_to_human" {
-				t.Errorf("tool = %v, want function handoff_to_human", tool)
+			for i, name := range []string{"handoff_to_human", "opt_out"} {
+				tool := tools[i].(map[string]any)
+				fn, _ := tool["function"].(map[string]any)
+				if tool["type"] != "function" || fn["name"] != name {
+					t.Errorf("tool %d = %v, want function %s", i, tool, name)
+				}
 			}
+			fn, _ := tools[0].(map[string]any)["function"].(map[string]any)
 			if desc, _ := fn["description"].(string); !strings.Contains(desc, "asks for a human") {
 				t.Errorf("tool description = %q, want it to say when to call it", desc)
 			}
@@ -214,6 +218,13 @@ func TestLLMBotAnswers(t *testing.T) {
 			BotResponse{Handoff: true, HandoffReason: "the bot asked for a human"}},
 		{"refusal hands off", `{"role":"assistant","content":null,"refusal":"I can't help with that."}`,
 			BotResponse{Handoff: true, HandoffReason: "the model refused: I can't help with that."}},
+		{"opt_out records the opt-out, not the text", `{"role":"assistant","content":"Sorry to see you go!","tool_calls":[{"id":"call_1","type":"function",` +
+			`"function":{"name":"opt_out","arguments":"{}"}}]}`,
+			BotResponse{OptOut: true}},
+		{"opt_out wins over a hand-off", `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",` +
+			`"function":{"name":"handoff_to_human","arguments":"{\"reason\":\"angry\"}"}},{"id":"call_2","type":"function",` +
+			`"function":{"name":"opt_out","arguments":"not json"}}]}`,
+			BotResponse{OptOut: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -345,4 +356,29 @@ func TestLLMBotPromptCarriesInstructions(t *testing.T) {
 			t.Errorf("system prompt lacks %q:\n%s", want, prompt)
 		}
 	}
+}
+
+// A follow-up answers no message of the contact's: the model is not offered opt_out, and an opt_out
+// call it makes anyway records nothing (the follow-up is simply not sent, as with a hand-off).
+func TestLLMBotFollowUpHasNoOptOut(t *testing.T) {
+	f := newFakeLLM(t, llmAnswer(`{"role":"assistant","content":"Still keen on a call?","tool_calls":[{"id":"call_1","type":"function",`+
+		`"function":{"name":"opt_out","arguments":"{}"}}]}`))
+	req := sampleRequest
+	req.FollowUp = true
+	got, err := NewBot(llmConfig(t, f.URL+"/v1"), nil).Reply(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OptOut || got.Text != "Still keen on a call?" {
+		t.Fatalf("follow-up response %+v, want the text and no opt-out", got)
+	}
+	tools, _ := f.recorded()[0].Body["tools"].([]any)
+	if len(tools) != 1 || strings.Contains(mustJSONText(tools), "opt_out") {
+		t.Fatalf("tools offered for a follow-up: %v", tools)
+	}
+}
+
+func mustJSONText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -28,6 +28,9 @@ func (offlineBot) Reply(_ context.Context, req BotRequest) (BotResponse, error) 
 		return BotResponse{Text: tx.followUp(name, goal)}, nil
 	}
 	last := lastContactText(req.History)
+	if asksToOptOut(last) {
+		return BotResponse{OptOut: true}, nil
+	}
 	if asksForHuman(last) {
 		return BotResponse{Handoff: true, HandoffReason: HandoffContactAsked}, nil
 	}

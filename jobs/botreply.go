@@ -32,6 +32,14 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if in.BotStatus == nil || *in.BotStatus != models.BotPending {
 		return nil // skipped or handed off already
 	}
+	// A consent keyword is the service's to answer, not the bot's. The api handles it before it queues
+	// this task; a message whose api died in between gets here through the sweep.
+	if kw, err := h.Store.HandleKeyword(ctx, in); err != nil || kw != nil {
+		if err != nil || kw.Reply == nil {
+			return err
+		}
+		return h.Queue.Deliver(ctx, kw.Reply.ID, kw.Reply.DeliveryRound)
+	}
 	contact, payer := in.Contact, in.Account
 	if payer != nil && !payer.BotActive {
 		// The account switched its bot off (PUT /v1/settings/bot {"active":false}): no reply in any
@@ -45,7 +53,7 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	// model is, so that a reply that may not go costs nothing. (Answering the contact's own message,
 	// it needs no query: the message itself is the latest the contact wrote on its channel.)
 	d, err := h.Store.Decide(ctx, models.Outgoing{
-		Purpose: models.PurposeBotReply, AccountID: in.AccountID, ContactID: in.ContactID, RepliesTo: in,
+		Purpose: models.PurposeBotReply, AccountID: in.AccountID, ContactID: in.ContactID, RepliesTo: in, Contact: contact,
 		Route: models.Route{Channel: in.Channel, Transport: in.Transport, ToID: in.FromID},
 	})
 	if err != nil {
@@ -84,6 +92,16 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 		}
 		return h.sendAlert(ctx, alert)
 	}
+	if resp.OptOut {
+		// The contact asked in its own words to hear no more: the opt-out keyword's effect, and its
+		// confirmation instead of the bot's text.
+		kw, err := h.Store.OptOutByBot(ctx, in)
+		if err != nil || kw.Reply == nil {
+			return err
+		}
+		h.Log.InfoContext(ctx, "opt-out by the bot", "message_id", in.ID, "account_id", in.AccountID)
+		return h.Queue.Deliver(ctx, kw.Reply.ID, kw.Reply.DeliveryRound)
+	}
 	if resp.Handoff {
 		alert, err := h.Store.Handoff(ctx, in, resp.HandoffReason)
 		if err != nil {
@@ -110,6 +128,9 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	}
 	if reply.Status != models.StatusPending {
 		return nil // this task ran before and its delivery went on already
+	}
+	if reply.Contact == nil {
+		reply.Contact = contact // a reply stored by an earlier run: the consent read as this task began
 	}
 	return h.deliverInline(ctx, reply, payer)
 }

@@ -35,7 +35,7 @@ const openingBurst = 3
 // Opening enqueues the opening message of a campaign send, to run at its due time.
 func (q *Queue) Opening(ctx context.Context, send models.DueSend) error {
 	return q.enqueue(ctx, TypeCampaignOpening, OpeningPayload{SendID: send.SendID},
-		asynq.TaskID("opening:"+send.SendID), asynq.Queue(QueueCampaigns), asynq.ProcessAt(send.DueAt), asynq.MaxRetry(5))
+		asynq.TaskID("opening:"+send.SendID), asynq.Queue(QueueCampaigns), asynq.ProcessAt(notBefore(send.DueAt)), asynq.MaxRetry(5))
 }
 
 // Openings enqueues several opening messages; it stops at the first error (the sweep enqueues the rest).
@@ -51,7 +51,7 @@ func (q *Queue) Openings(ctx context.Context, sends []models.DueSend) error {
 // FollowUp enqueues follow-up number step of a send at its due time.
 func (q *Queue) FollowUp(ctx context.Context, sendID string, step int, at time.Time) error {
 	return q.enqueue(ctx, TypeCampaignFollowUp, FollowUpPayload{SendID: sendID, Step: step},
-		asynq.TaskID(fmt.Sprintf("followup:%s:%d", sendID, step)), asynq.Queue(QueueLow), asynq.ProcessAt(at), asynq.MaxRetry(5))
+		asynq.TaskID(fmt.Sprintf("followup:%s:%d", sendID, step)), asynq.Queue(QueueLow), asynq.ProcessAt(notBefore(at)), asynq.MaxRetry(5))
 }
 
 // rateLimited reschedules a task that the pacing limiter held back; it does not count as a failure, so
@@ -95,7 +95,7 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return gone(err)
 	}
-	if send.Status != models.SendQueued {
+	if send.Status != models.SendQueued && send.Status != models.SendDeferred {
 		return nil
 	}
 	campaign, err := h.Store.Campaign(ctx, send.CampaignID)
@@ -128,9 +128,17 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	}
 	switch d.Verdict {
 	case models.DoNotSend:
+		if d.Code() == models.ReasonOptedOut {
+			return h.Store.SetSendStatus(ctx, send.ID, models.SendSuppressed, d.Reason)
+		}
 		campaignSendFailures.Inc()
 		return h.Store.SetSendStatus(ctx, send.ID, models.SendFailed, d.Reason)
 	case models.SendLater:
+		// Quiet hours: deferred, never dropped; the task runs again at the window's start and takes
+		// its pacing slot then.
+		if err := h.Store.DeferSend(ctx, send.ID, d.NotBefore); err != nil {
+			return err
+		}
 		return &rateLimited{retryAfter: time.Until(d.NotBefore)}
 	}
 	if err := h.pace(ctx, campaign, send.ID); err != nil {
@@ -152,14 +160,15 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 // (the campaign's channel, at the contact's address there) and whether it may go now. A contact it
 // refuses (no address on the channel; on Messenger and Instagram, not within Meta's 24-hour window;
 // on WhatsApp, outside it with no approved template) gets a failed send with the reason rather than
-// being dropped, and no provider is called.
+// being dropped, and no provider is called; one who opted out on the channel gets a suppressed send;
+// one inside its quiet hours a deferred send, sent when they end.
 func (h *Handler) campaignDecision(ctx context.Context, c *models.Campaign, contact *models.Contact) (models.Route, models.Decision, error) {
 	route, err := h.Store.CampaignRoute(ctx, c, contact)
 	if err != nil {
 		return route, models.Decision{}, err
 	}
 	d, err := h.Store.Decide(ctx, models.Outgoing{
-		Purpose: models.PurposeCampaign, AccountID: c.AccountID, ContactID: contact.ID, Route: route, Campaign: c,
+		Purpose: models.PurposeCampaign, AccountID: c.AccountID, ContactID: contact.ID, Route: route, Campaign: c, Contact: contact,
 	})
 	return route, d, err
 }

@@ -74,7 +74,24 @@ func (h *Handler) attempt(ctx context.Context, m *models.Message, acc *models.Ac
 	if !ok {
 		return nil, fmt.Errorf("deliver %s: unknown transport %q: %w", m.ID, m.Transport, asynq.SkipRetry)
 	}
-	res := transport.Deliver(ctx, m, acc)
+	if m.Author == models.AuthorCampaign {
+		// A campaign's message holds the contact's consent while it is sent: an opt-out arriving
+		// meanwhile waits, so its confirmation is never followed by this message.
+		contact, release, err := h.Store.HoldConsent(ctx, m.AccountID, m.ContactID)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		m.Contact = contact
+	}
+	var res DeliveryResult
+	if m.Contact != nil && m.Author != models.AuthorSystem && m.Contact.Consent.OptedOut(m.Channel) {
+		// Written before the contact opted out on the channel (or while the bot was thinking): it does
+		// not go, on any transport, and no call is made. Only a keyword's own answer goes then.
+		res = DeliveryResult{Error: models.ReasonOptedOut + ": the contact opted out on " + m.Channel + " before this message was delivered"}
+	} else {
+		res = transport.Deliver(ctx, m, acc)
+	}
 	deliveryLatency.WithLabelValues(m.Transport).Observe(res.Duration.Seconds())
 	h.Log.InfoContext(ctx, "delivery", "message_id", m.ID, "account_id", m.AccountID, "transport", m.Transport,
 		"status_code", res.StatusCode, "ok", res.OK(), "attempt", n+1, "duration_ms", res.Duration.Milliseconds())

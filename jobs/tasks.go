@@ -198,9 +198,18 @@ func retryDelay(schedule, botDelays []time.Duration) asynq.RetryDelayFunc {
 // rounding down could run the retry before the receiver's Retry-After has passed.
 func nextAttempt(schedule []time.Duration, n int, payload []byte, retryAfter time.Duration) time.Time {
 	d := max(scheduledDelay(schedule, n, payload), retryAfter)
-	at := time.Now().UTC().Add(d)
+	return notBefore(time.Now().UTC().Add(d))
+}
+
+// notBefore is the time to give asynq.ProcessAt for a task that must not run before at: asynq keeps
+// schedules in whole Unix seconds and runs a task once its second has begun, so at is rounded up to a
+// whole second (rounded down, a follow-up due 1.1 s after its opening's delivery ran after 0.985 s).
+func notBefore(at time.Time) time.Time {
+	if !at.After(time.Now()) {
+		return at // due now: nothing to round
+	}
 	if frac := at.Sub(at.Truncate(time.Second)); frac > 0 {
-		at = at.Add(time.Second - frac)
+		return at.Add(time.Second - frac)
 	}
 	return at
 }

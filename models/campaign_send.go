@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -16,6 +17,10 @@ const (
 	SendSent    = "sent"    // the opening was delivered: the receiver or provider accepted it
 	SendSkipped = "skipped" // not needed, with the reason in detail (the lead wrote first)
 	SendFailed  = "failed"  // the contact cannot be reached, or the opening's delivery failed; detail says why
+	// SendSuppressed: not sent because the contact opted out on the campaign's channel (detail OPTED_OUT).
+	SendSuppressed = "suppressed"
+	// SendDeferred: its time fell in the contact's quiet hours; due_at is when it may go (notBefore).
+	SendDeferred = "deferred"
 )
 
 // SendCounts is how a campaign's opening messages stand: queued (waiting for their time, the pacing
@@ -28,6 +33,10 @@ type SendCounts struct {
 	Sent    int `json:"sent"`
 	Failed  int `json:"failed"`
 	Skipped int `json:"skipped"`
+	// Suppressed: the contact opted out on the campaign's channel; Deferred: waiting for the end of
+	// the contact's quiet hours.
+	Suppressed int `json:"suppressed"`
+	Deferred   int `json:"deferred"`
 }
 
 // CountSends fills Sends of each campaign with its sends by outcome, in one query.
@@ -64,6 +73,10 @@ func (s *Store) CountSends(ctx context.Context, campaigns ...*Campaign) error {
 			counts.Failed += r.N
 		case SendSkipped:
 			counts.Skipped += r.N
+		case SendSuppressed:
+			counts.Suppressed += r.N
+		case SendDeferred:
+			counts.Deferred += r.N
 		}
 	}
 	return nil
@@ -91,6 +104,9 @@ type CampaignSend struct {
 	// StatusAt is when the send reached its status.
 	StatusAt *time.Time `bun:"status_at"`
 }
+
+// unwrittenSendStatuses are the statuses of a send whose opening is not written yet.
+var unwrittenSendStatuses = []string{SendQueued, SendHeld, SendDeferred}
 
 // DueSend names a send to enqueue and when it may run.
 type DueSend struct {
@@ -177,15 +193,30 @@ func (s *Store) CampaignSend(ctx context.Context, id string) (*CampaignSend, err
 	return send, nil
 }
 
-// SetSendStatus moves a queued send to held, skipped or failed (with the reason).
+// SetSendStatus moves a queued (or deferred) send to held, skipped, failed or suppressed (with the
+// reason).
 func (s *Store) SetSendStatus(ctx context.Context, id, status, detail string) error {
 	q := s.db.NewUpdate().Model((*CampaignSend)(nil)).Set("status = ?", status).Set("status_at = ?", now()).
-		Where("id = ? AND status = ?", id, SendQueued)
+		Where("id = ? AND status IN (?)", id, bun.In([]string{SendQueued, SendDeferred}))
+	if status == SendSuppressed || status == SendFailed || status == SendSkipped {
+		q = q.Set("follow_ups_done = ?", true)
+	}
 	if detail != "" {
 		q = q.Set("detail = ?", detail)
 	}
 	_, err := q.Exec(ctx)
 	return err
+}
+
+// DeferSend records that a queued send's time fell in the contact's quiet hours: deferred, due at
+// notBefore (listed as its notBefore).
+func (s *Store) DeferSend(ctx context.Context, id string, notBefore time.Time) error {
+	_, err := s.db.NewUpdate().Model((*CampaignSend)(nil)).Set("status = ?", SendDeferred).Set("due_at = ?", notBefore.UTC()).
+		Set("status_at = ?", now()).Where("id = ? AND status IN (?)", id, bun.In([]string{SendQueued, SendDeferred})).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("defer send: %w", err)
+	}
+	return nil
 }
 
 // ContactWroteSince reports whether the contact sent any message after t.
@@ -213,7 +244,7 @@ func (s *Store) WriteOpening(ctx context.Context, send *CampaignSend, out Outgoi
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Model((*CampaignSend)(nil)).
 			Set("status = ?", SendPending).Set("message_id = ?", m.ID).Set("status_at = ?", m.CreatedAt).
-			Where("id = ? AND status = ?", send.ID, SendQueued).Exec(ctx)
+			Where("id = ? AND status IN (?)", send.ID, bun.In([]string{SendQueued, SendDeferred})).Exec(ctx)
 		if err != nil {
 			return err
 		}
@@ -254,7 +285,11 @@ func (s *Store) SettleOpening(ctx context.Context, messageID string, delivered b
 		if send.Status == SendFailed {
 			return nil, nil
 		}
-		_, err := q.Set("status = ?", SendFailed).Set("detail = ?", failure).
+		status := SendFailed
+		if strings.HasPrefix(failure, ReasonOptedOut) {
+			status = SendSuppressed // the contact opted out between the writing and the delivery
+		}
+		_, err := q.Set("status = ?", status).Set("detail = ?", failure).
 			Set("follow_ups_done = ?", true).Set("next_follow_up_at = NULL").Exec(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("settle opening: %w", err)
@@ -382,7 +417,7 @@ type SendView struct {
 }
 
 // sendStatuses are the statuses a send is listed with (a held send is listed as queued).
-var sendStatuses = []string{SendQueued, SendPending, SendSent, SendFailed, SendSkipped}
+var sendStatuses = []string{SendQueued, SendPending, SendSent, SendFailed, SendSuppressed, SendDeferred, SendSkipped}
 
 // CampaignSends lists a campaign's sends in the order they were owed, with status only those in
 // status ("" for all). Errors: NOT_FOUND (another account's campaign too), VALIDATION_ERROR for an
@@ -401,7 +436,7 @@ func (s *Store) CampaignSends(ctx context.Context, accountID, campaignID, status
 			known = known || st == status
 		}
 		if !known {
-			return nil, "", Errorf(CodeValidation, "status must be one of queued, pending, sent, failed, skipped")
+			return nil, "", Errorf(CodeValidation, "status must be one of queued, pending, sent, failed, suppressed, deferred, skipped")
 		}
 		q = q.Where("status = ?", status)
 	}
@@ -422,7 +457,7 @@ func (s *Store) CampaignSends(ctx context.Context, accountID, campaignID, status
 		if r.Status == SendHeld {
 			v.Status = SendQueued
 		}
-		if v.Status == SendQueued {
+		if v.Status == SendQueued || v.Status == SendDeferred {
 			due := r.DueAt
 			v.NotBefore = &due
 		}

@@ -26,9 +26,13 @@ type Contact struct {
 	// BotPaused is set by a handoff or a human reply and cleared by PUT /contacts/{id}/bot.
 	BotPaused bool `bun:"bot_paused" json:"-"`
 	// ConversationCampaignID is the campaign whose bot configuration the conversation continues with.
-	ConversationCampaignID *string   `bun:"conversation_campaign_id" json:"-"`
-	CreatedAt              time.Time `bun:"created_at" json:"createdAt"`
-	UpdatedAt              time.Time `bun:"updated_at" json:"-"`
+	ConversationCampaignID *string `bun:"conversation_campaign_id" json:"-"`
+	// TimeZone is the contact's IANA zone for quiet hours; nil: its phone's, else the account's.
+	TimeZone *string `bun:"time_zone" json:"timeZone"`
+	// Consent is the contact's consent by channel (consent.go).
+	Consent   ConsentMap `bun:"consent,type:text" json:"consent"`
+	CreatedAt time.Time  `bun:"created_at" json:"createdAt"`
+	UpdatedAt time.Time  `bun:"updated_at" json:"-"`
 }
 
 // ContactInput is what a client sends to create a contact.
@@ -37,6 +41,8 @@ type ContactInput struct {
 	LastName  string
 	Phone     string
 	Email     string
+	// TimeZone is the contact's IANA time zone, for quiet hours ("" when not known).
+	TimeZone string
 }
 
 // Where a contact came from: the API (identified by phone, else email) or a custom channel
@@ -74,6 +80,12 @@ func (in ContactInput) normalize() (*Contact, error) {
 	}
 	if email != "" {
 		c.Email = &email
+	}
+	if tz := strings.TrimSpace(in.TimeZone); tz != "" {
+		if err := ValidTimeZone(tz); err != nil {
+			return nil, Errorf(CodeValidation, "timeZone must be an IANA time zone such as America/New_York")
+		}
+		c.TimeZone = &tz
 	}
 	return c, nil
 }
@@ -122,6 +134,14 @@ func (s *Store) CreateOrGetContact(ctx context.Context, accountID string, in Con
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("create contact: read existing: %w", err)
+	}
+	if c.TimeZone != nil && (existing.TimeZone == nil || *existing.TimeZone != *c.TimeZone) {
+		// The newest word on where the person lives wins: quiet hours follow it.
+		if _, err := s.db.NewUpdate().Model((*Contact)(nil)).Set("time_zone = ?", *c.TimeZone).Set("updated_at = ?", now()).
+			Where("id = ?", existing.ID).Exec(ctx); err != nil {
+			return nil, false, fmt.Errorf("create contact: time zone: %w", err)
+		}
+		existing.TimeZone = c.TimeZone
 	}
 	return existing, false, nil
 }

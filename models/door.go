@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -25,6 +26,10 @@ const (
 	PurposeTeamReply = "team_reply"
 	// PurposeAPISend is a message an integration sends with POST /v1/send_custom_channel_message.
 	PurposeAPISend = "api_send"
+	// PurposeCompliance is the service's own answer to a consent keyword (an opt-out or opt-in
+	// confirmation, the help text): it goes even to a contact who just opted out, as the one
+	// confirmation the rules allow.
+	PurposeCompliance = "compliance"
 )
 
 // Verdict is the door's answer: send now, send later, or do not send.
@@ -67,6 +72,12 @@ type Outgoing struct {
 	Campaign *Campaign
 	// RepliesTo is the incoming message a bot reply answers: the contact wrote then, on its channel.
 	RepliesTo *Message
+	// Contact is the contact as the caller has read it (its consent, phone and time zone); nil: the
+	// door reads it.
+	Contact *Contact
+	// Delivery says that the message is written already and about to be delivered: its time was
+	// decided when it was written, so quiet hours are not applied again.
+	Delivery bool
 	// At is when the message would go; the zero time means now.
 	At time.Time
 }
@@ -76,8 +87,9 @@ type Decision struct {
 	Verdict Verdict
 	// NotBefore is when a SendLater message may go.
 	NotBefore time.Time
-	// Reason is why a message may not go, as "CODE: explanation" (ReasonNoChannelIdentity,
-	// ReasonOutsideWindow): stored as a failed message's error or a campaign send's detail.
+	// Reason is why a message may not go, as "CODE: explanation" (ReasonOptedOut,
+	// ReasonNoChannelIdentity, ReasonOutsideWindow): stored as a failed message's error or a campaign
+	// send's detail.
 	Reason string
 	// HumanAgent: on Messenger and Instagram the message must carry the HUMAN_AGENT tag (a team
 	// member's reply from 24 hours to 7 days after the contact last wrote there).
@@ -90,13 +102,31 @@ type Decision struct {
 // Allowed reports whether the message may go now.
 func (d Decision) Allowed() bool { return d.Verdict == SendNow }
 
+// Code is the reason's code ("OPTED_OUT" of "OPTED_OUT: ..."), "" for a message that may go.
+func (d Decision) Code() string {
+	code, _, _ := strings.Cut(d.Reason, ":")
+	return code
+}
+
+// refusal is the error of a message a caller asked for and the door refused: 409 OPTED_OUT for a
+// contact who opted out on the channel, else 409 CONFLICT with the reason. Nothing is stored.
+func (d Decision) refusal() error {
+	if d.Code() == ReasonOptedOut {
+		return Errorf(CodeOptedOut, "%s", d.Reason)
+	}
+	return Errorf(CodeConflict, "%s", d.Reason)
+}
+
 func refuse(reason string) (Decision, error) {
 	return Decision{Verdict: DoNotSend, Reason: reason}, nil
 }
 
 // Decide applies every rule an outgoing message must obey and answers send now, send later (with
-// NotBefore) or do not send (with the reason). It reads what it needs from the store (when the
-// contact last wrote on the channel); it changes nothing.
+// NotBefore) or do not send (with the reason). It reads what it needs from the store (the contact's
+// consent, when it last wrote on the channel, the account's quiet hours); it changes nothing.
+//
+// Consent first: nothing but a keyword's own confirmation (PurposeCompliance) goes to a contact who
+// opted out on the channel (ReasonOptedOut).
 //
 // The messaging windows, one rule per channel:
 //   - WhatsApp: free text within 24 hours of the contact's last message on WhatsApp; after that only a
@@ -104,6 +134,9 @@ func refuse(reason string) (Decision, error) {
 //   - Messenger and Instagram: anything within 24 hours of the contact's last message on that channel;
 //     a team member's reply, tagged HUMAN_AGENT, up to 7 days; nothing after.
 //   - SMS and custom channels: no window.
+//
+// Quiet hours last: a campaign's opening or follow-up that would go inside the contact's quiet hours
+// (quietRule) is sent later, at the first allowed minute.
 func (s *Store) Decide(ctx context.Context, out Outgoing) (Decision, error) {
 	return s.decide(ctx, s.db, out)
 }
@@ -115,16 +148,74 @@ func (s *Store) decide(ctx context.Context, db bun.IDB, out Outgoing) (Decision,
 	if at.IsZero() {
 		at = time.Now()
 	}
+	contact := out.Contact
+	if contact == nil && out.Purpose != PurposeCompliance {
+		var err error
+		if contact, err = doorContact(ctx, db, out.ContactID); err != nil {
+			return Decision{}, err
+		}
+	}
+	if out.Purpose != PurposeCompliance {
+		if st, ok := contact.Consent.For(out.Channel); ok && st.Status == ConsentOptedOut {
+			return refuse(fmt.Sprintf("%s: the contact opted out on %s on %s (%s)", ReasonOptedOut, out.Channel,
+				st.At.UTC().Format("2006-01-02 15:04 MST"), st.Source))
+		}
+	}
+	var d Decision
 	switch out.Transport {
 	case ChannelWhatsApp, ChannelMessenger, ChannelInstagram:
 		// The windows are the provider's: a custom channel an integration happens to label
 		// "whatsapp" goes through its own webhook, and the integration keeps its provider's rules.
-		return windowRule(ctx, db, out, at)
+		var err error
+		if d, err = windowRule(ctx, db, out, at); err != nil || !d.Allowed() {
+			return d, err
+		}
+	default:
+		if out.ToID == "" {
+			return refuse(ReasonNoChannelIdentity + ": the contact has no address on " + out.Channel)
+		}
+		d = Decision{Verdict: SendNow}
 	}
-	if out.ToID == "" {
-		return refuse(ReasonNoChannelIdentity + ": the contact has no address on " + out.Channel)
+	if out.Purpose == PurposeCampaign && !out.Delivery {
+		return s.quietRule(ctx, db, out.AccountID, contact, at, d)
 	}
-	return Decision{Verdict: SendNow}, nil
+	return d, nil
+}
+
+// doorContact reads what the door needs of a contact: its consent, phone and time zone.
+func doorContact(ctx context.Context, db bun.IDB, contactID string) (*Contact, error) {
+	c := new(Contact)
+	err := db.NewSelect().Model(c).Column("id", "account_id", "phone", "time_zone", "consent").Where("id = ?", contactID).Scan(ctx)
+	if isNoRows(err) {
+		return &Contact{ID: contactID, Consent: ConsentMap{}}, nil // deleted meanwhile: nothing recorded
+	}
+	if err != nil {
+		return nil, fmt.Errorf("door: read contact: %w", err)
+	}
+	return c, nil
+}
+
+// quietRule is Decide's last rule, for business-initiated messages: inside the contact's quiet hours
+// (the account's, or the operator's default; README, "Compliance"), allowed d becomes SendLater at
+// the first minute allowed in every zone of the contact (NextAllowed). The contact's zones are its own
+// time zone, else the ones its phone number implies, else the account's.
+func (s *Store) quietRule(ctx context.Context, db bun.IDB, accountID string, contact *Contact, at time.Time, d Decision) (Decision, error) {
+	settings, err := s.complianceSettings(ctx, db, accountID)
+	if err != nil {
+		return Decision{}, fmt.Errorf("door: %w", err)
+	}
+	if settings.QuietHours == nil {
+		return d, nil
+	}
+	phone, zone := deref(contact.Phone), deref(contact.TimeZone)
+	next, ok := NextAllowed(at, settings.QuietHours, phone, ContactZones(zone, phone, settings.TimeZone))
+	if !ok {
+		return refuse(ReasonQuietHours + ": no minute of the next two days is outside the quiet hours in every time zone of the contact")
+	}
+	if next.After(at) {
+		d.Verdict, d.NotBefore = SendLater, next
+	}
+	return d, nil
 }
 
 // windowRule is Decide for the channels with a messaging window (WhatsApp and Meta's two).
@@ -187,6 +278,8 @@ func PurposeOf(m *Message) string {
 		return PurposeBotReply
 	case AuthorHuman:
 		return PurposeTeamReply
+	case AuthorSystem:
+		return PurposeCompliance
 	}
 	return PurposeAPISend
 }
@@ -196,8 +289,8 @@ func PurposeOf(m *Message) string {
 // when it has one and the caller loaded it (nil otherwise: no template).
 func (s *Store) DecideDelivery(ctx context.Context, m *Message, campaign *Campaign) (Decision, error) {
 	return s.Decide(ctx, Outgoing{
-		Purpose: PurposeOf(m), AccountID: m.AccountID, ContactID: m.ContactID, Campaign: campaign,
-		Route: Route{Channel: m.Channel, Transport: m.Transport, ToID: m.ToID},
+		Purpose: PurposeOf(m), AccountID: m.AccountID, ContactID: m.ContactID, Campaign: campaign, Contact: m.Contact,
+		Route: Route{Channel: m.Channel, Transport: m.Transport, ToID: m.ToID}, Delivery: true,
 	})
 }
 

@@ -22,6 +22,7 @@ const (
 	prefixCampaign = "cmp_"
 	prefixSend     = "snd_"
 	prefixCredit   = "crt_"
+	prefixConsent  = "cns_"
 )
 
 // maxIDLength bounds the ids we look up: anything longer cannot be ours and is answered as not found

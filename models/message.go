@@ -24,6 +24,8 @@ const (
 	AuthorHuman    = "human"
 	AuthorAPI      = "api"
 	AuthorCampaign = "campaign"
+	// AuthorSystem is the service's own answer to a consent keyword (confirmations, help text).
+	AuthorSystem = "system"
 
 	// Bot states of an incoming message.
 	BotPending = "pending" // a reply is owed
@@ -32,6 +34,7 @@ const (
 	BotHandoff = "handoff" // handed to a human
 	BotFailed  = "failed"  // the bot could not answer; an alert was raised
 	BotNone    = "none"    // no reply is due (a reaction)
+	BotKeyword = "keyword" // a consent keyword: the service answered it, not the bot (HandleKeyword)
 
 	MessageTypeText     = "text"
 	MessageTypeReaction = "reaction"

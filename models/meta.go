@@ -32,6 +32,8 @@ const (
 const (
 	ReasonNoChannelIdentity = "NO_CHANNEL_IDENTITY"
 	ReasonOutsideWindow     = "OUTSIDE_MESSAGING_WINDOW"
+	// ReasonQuietHours: the contact's zones leave no minute outside the quiet hours.
+	ReasonQuietHours = "QUIET_HOURS"
 )
 
 // IsMetaChannel reports whether channel is Messenger or Instagram.

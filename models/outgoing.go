@@ -68,7 +68,7 @@ func (s *Store) SendCustom(ctx context.Context, accountID string, in CustomSendI
 			return err
 		}
 		if !d.Allowed() {
-			return Errorf(CodeConflict, "%s", d.Reason)
+			return d.refusal()
 		}
 		if err := updateContactFields(ctx, tx, contact, in.FirstName, in.LastName, in.Email); err != nil {
 			return err
@@ -117,7 +117,8 @@ func updateContactFields(ctx context.Context, tx bun.Tx, c *Contact, first, last
 // and as the outgoing door says (PlanTeamReply): without channel, on the channel of the contact's
 // latest incoming message. A reply the door refuses (outside a messaging window) is stored as failed
 // with the reason and never reaches a provider; otherwise it is stored pending, for the worker to
-// deliver. Errors: NOT_FOUND, VALIDATION_ERROR (empty body, or nowhere to reply).
+// deliver. Errors: NOT_FOUND, VALIDATION_ERROR (empty body, or nowhere to reply), OPTED_OUT (the
+// contact opted out on the channel: nothing is stored).
 func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, channel string) (*Message, error) {
 	channel = strings.TrimSpace(channel)
 	if strings.TrimSpace(body) == "" {
@@ -139,6 +140,9 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, chan
 	}
 	if plan.Problem != "" {
 		return nil, Errorf(CodeValidation, "%s", plan.Problem)
+	}
+	if plan.Decision.Code() == ReasonOptedOut {
+		return nil, plan.Decision.refusal()
 	}
 	r := plan.Route
 	m := &Message{
@@ -216,6 +220,11 @@ func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignI
 			return tx.NewSelect().Model(m).Where("reply_to_id = ?", incoming.ID).Scan(ctx)
 		}
 		inserted = true
+		contact := new(Contact)
+		if err := tx.NewSelect().Model(contact).Column("id", "account_id", "consent").Where("id = ?", m.ContactID).Scan(ctx); err != nil {
+			return err
+		}
+		m.Contact = contact
 		if charge {
 			if event, err = chargeBotReply(ctx, tx, payer.ID, incoming.ID, costMilli); err != nil {
 				return err
@@ -243,7 +252,7 @@ var createBotReplySQL = `WITH reply AS (
 ), answered AS (
 	UPDATE messages SET bot_status = $14 WHERE id = $13
 )
-SELECT id FROM reply`
+SELECT reply.id, contacts.consent FROM reply JOIN contacts ON contacts.id = $3`
 
 // createBotReplyPG is CreateBotReply for a reply nobody pays for, on PostgreSQL: the reply and the
 // incoming message's bot status are written by one statement (atomic, one round trip and one commit
@@ -259,6 +268,17 @@ func (s *Store) createBotReplyPG(ctx context.Context, m *Message, incomingID str
 		return nil, nil, fmt.Errorf("create bot reply: %w", err)
 	}
 	inserted := rows.Next()
+	if inserted {
+		// The contact's consent as the reply was written: its delivery must not go to a contact who
+		// opted out while the bot was thinking (jobs' attempt asks it).
+		var id string
+		consent := ConsentMap{}
+		if err := rows.Scan(&id, &consent); err != nil {
+			_ = rows.Close()
+			return nil, nil, fmt.Errorf("create bot reply: %w", err)
+		}
+		m.Contact = &Contact{ID: m.ContactID, AccountID: m.AccountID, Consent: consent}
+	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, nil, fmt.Errorf("create bot reply: %w", err)
 	}

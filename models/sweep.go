@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/uptrace/bun"
 )
 
 // DueDelivery names an outgoing message owed a delivery in its current round.
@@ -67,7 +69,7 @@ func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueW
 		return nil, fmt.Errorf("due alerts: %w", err)
 	}
 	err = s.db.NewSelect().Model((*CampaignSend)(nil)).Column("id", "due_at").
-		Where("status = ? AND due_at < ?", SendQueued, cutoff).
+		Where("status IN (?) AND due_at < ?", bun.In([]string{SendQueued, SendDeferred}), cutoff).
 		Order("due_at").Limit(int64(limit)).Scan(ctx, &due.Openings)
 	if err != nil {
 		return nil, fmt.Errorf("due openings: %w", err)

@@ -21,7 +21,7 @@ type Remember struct {
 }
 
 // AcceptIncoming stores an incoming message (in must have passed Validate) and queues what it owes:
-// the bot's reply (also for a duplicate whose reply is still owed: a sender retrying after a 503
+// the answer to a consent keyword (models.Store.HandleKeyword) or else the bot's reply (also for a duplicate whose reply is still owed: a sender retrying after a 503
 // completes the enqueue that failed) and, for a new message with a linked file, the media check.
 // Errors: those of IngestIncoming; UNAVAILABLE when the message was stored but its bot reply could
 // not be queued, so that the sender retries (its retry is de-duplicated by the message's id) rather
@@ -34,6 +34,21 @@ func (a *App) AcceptIncoming(ctx context.Context, accountID string, in models.In
 	enqCtx, cancel := context.WithTimeout(ctx, EnqueueTimeout)
 	defer cancel()
 	remembered := false
+	// A consent keyword (STOP, START, HELP) takes effect before the answer: the service answers it,
+	// not the bot (README, "Compliance").
+	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
+		kw, err := a.store.HandleKeyword(ctx, msg)
+		if err != nil {
+			return nil, err
+		}
+		if kw != nil && kw.Reply != nil {
+			if err := a.queue.Deliver(enqCtx, kw.Reply.ID, kw.Reply.DeliveryRound); err != nil {
+				// The answer is stored pending: the sweep delivers it, as it does any owed delivery.
+				a.log.WarnContext(ctx, "keyword answer stored, delivery not enqueued; the sweep will deliver it",
+					"message_id", kw.Reply.ID, "error", err.Error())
+			}
+		}
+	}
 	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
 		var err error
 		if remember != nil {

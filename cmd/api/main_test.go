@@ -174,7 +174,8 @@ func freePort(t *testing.T) string {
 
 // baseEnv is the environment of every process: PATH and HOME only, plus the test's variables.
 func baseEnv(vars ...string) []string {
-	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, vars...)
+	// No quiet hours: a campaign test must not depend on the hour it runs at.
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "DEFAULT_QUIET_HOURS=off"}, vars...)
 }
 
 func call(t *testing.T, method, url, key string, body any) (int, map[string]any) {

@@ -42,10 +42,20 @@ func Logger(w io.Writer, cfg *config.Config) *slog.Logger {
 
 // OpenStore opens PostgreSQL (DATABASE_URL) or, in standalone mode, SQLite in DATA_DIR.
 func OpenStore(cfg *config.Config, poolSize int) (*models.Store, error) {
+	var (
+		store *models.Store
+		err   error
+	)
 	if cfg.Standalone {
-		return models.OpenSQLite(filepath.Join(cfg.DataDir, "funnelchat.db"))
+		store, err = models.OpenSQLite(filepath.Join(cfg.DataDir, "funnelchat.db"))
+	} else {
+		store, err = models.OpenPostgres(cfg.DatabaseURL, poolSize)
 	}
-	return models.OpenPostgres(cfg.DatabaseURL, poolSize)
+	if err != nil {
+		return nil, err
+	}
+	store.SetDefaultQuietHours(cfg.DefaultQuietHours)
+	return store, nil
 }
 
 // Redis is a connection to Redis for go-redis (rate limits, de-duplication) and for asynq (jobs).

@@ -1,0 +1,477 @@
+package models
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Consent (README, "Compliance"): a contact's state per channel, opted in or opted out, with nothing
+// recorded meaning unknown (sending is allowed). Every change is an event of the append-only ledger
+// (consent_events): no code path updates or deletes one. The state is kept on the contact as well, so
+// that the outgoing door knows it without a query of its own.
+
+// Consent statuses.
+const (
+	ConsentOptedIn  = "opted_in"
+	ConsentOptedOut = "opted_out"
+)
+
+// ConsentAllChannels is the channel of consent given or withdrawn for every channel at once (a form's
+// consent, or a PUT without a channel). A channel's own state, recorded later, overrides it.
+const ConsentAllChannels = "*"
+
+// Sources of consent changes that the service makes itself; any other source is the caller's.
+const (
+	ConsentSourceKeyword = "keyword"
+	ConsentSourceBot     = "bot"
+	ConsentSourceInbox   = "inbox"
+	ConsentSourceImport  = "import"
+	ConsentSourceAPI     = "api"
+)
+
+// ReasonOptedOut is the door's reason for a message to a contact who opted out on its channel, and the
+// error code of a send the API refuses for it (409).
+const ReasonOptedOut = "OPTED_OUT"
+
+// CodeOptedOut is the error of a team reply or a send to an opted-out contact: 409, nothing stored.
+const CodeOptedOut = ReasonOptedOut
+
+// EventConsentChanged tells live listeners that a contact's consent changed; its data is the contact's
+// id and consent.
+const EventConsentChanged = "contact.consent_changed"
+
+// Limits of consent evidence.
+const (
+	maxConsentSource = 100
+	maxConsentText   = 2000
+)
+
+// ConsentState is a contact's consent on one channel: its status, when and by what it was given or
+// withdrawn.
+type ConsentState struct {
+	Status string    `json:"status"`
+	At     time.Time `json:"at"`
+	Source string    `json:"source"`
+}
+
+// ConsentMap is a contact's consent by channel (ConsentAllChannels for all of them), stored as JSON.
+type ConsentMap map[string]ConsentState
+
+// For returns the state that holds on channel: its own, else the all-channels state.
+func (m ConsentMap) For(channel string) (ConsentState, bool) {
+	if st, ok := m[channel]; ok {
+		return st, true
+	}
+	st, ok := m[ConsentAllChannels]
+	return st, ok
+}
+
+// OptedOut reports whether the contact opted out on channel.
+func (m ConsentMap) OptedOut(channel string) bool {
+	st, ok := m.For(channel)
+	return ok && st.Status == ConsentOptedOut
+}
+
+// Value stores the map as a JSON object ("{}" when empty).
+func (m ConsentMap) Value() (driver.Value, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(map[string]ConsentState(m))
+	return string(b), err
+}
+
+// Scan reads the stored JSON object.
+func (m *ConsentMap) Scan(src any) error {
+	var raw []byte
+	switch v := src.(type) {
+	case nil:
+		*m = ConsentMap{}
+		return nil
+	case string:
+		raw = []byte(v)
+	case []byte:
+		raw = v
+	default:
+		return fmt.Errorf("consent: cannot scan %T", src)
+	}
+	out := ConsentMap{}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return fmt.Errorf("consent: %w", err)
+	}
+	*m = out
+	return nil
+}
+
+// MarshalJSON writes an empty map as {} rather than null.
+func (m ConsentMap) MarshalJSON() ([]byte, error) {
+	if m == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(map[string]ConsentState(m))
+}
+
+// ConsentEvent is one change in the ledger, as GET /v1/contacts/{id}/consent lists it.
+type ConsentEvent struct {
+	bun.BaseModel `bun:"table:consent_events"`
+
+	ID        string    `bun:"id,pk" json:"-"`
+	AccountID string    `bun:"account_id" json:"-"`
+	ContactID string    `bun:"contact_id" json:"-"`
+	Channel   string    `bun:"channel" json:"channel"`
+	Status    string    `bun:"status" json:"status"`
+	Source    string    `bun:"source" json:"source"`
+	Text      string    `bun:"text" json:"text"`
+	IP        *string   `bun:"ip" json:"ip"`
+	MessageID *string   `bun:"message_id" json:"messageId"`
+	UserID    *string   `bun:"user_id" json:"userId"`
+	At        time.Time `bun:"at" json:"at"`
+}
+
+// ConsentInput is evidence of consent given or withdrawn, from the API, the inbox or an import.
+type ConsentInput struct {
+	// Channel is the channel it is for; "" or ConsentAllChannels: every channel.
+	Channel string
+	// Status is ConsentOptedIn or ConsentOptedOut ("" means opted in, for evidence given with a new
+	// contact).
+	Status string
+	// Source says where it came from ("landing-page form"); "" is the default of the path.
+	Source string
+	// Text is the wording the person agreed to, or a note on how it was collected.
+	Text string
+	IP   string
+	// At is when it was given; zero: now. It may not lie in the future.
+	At time.Time
+	// UserID is the inbox user who recorded it.
+	UserID string
+}
+
+// Normalize validates the input and fills its defaults: defaultSource when it has no source. Errors:
+// VALIDATION_ERROR naming the field (prefix, e.g. "consent.", goes before each name).
+func (in *ConsentInput) Normalize(prefix, defaultSource string) error {
+	in.Channel = strings.TrimSpace(in.Channel)
+	if in.Channel == "" {
+		in.Channel = ConsentAllChannels
+	}
+	if err := checkText(prefix+"channel", in.Channel, maxLabelLength); err != nil {
+		return err
+	}
+	switch in.Status = strings.TrimSpace(in.Status); in.Status {
+	case "":
+		in.Status = ConsentOptedIn
+	case ConsentOptedIn, ConsentOptedOut:
+	default:
+		return Errorf(CodeValidation, "%sstatus must be opted_in or opted_out", prefix)
+	}
+	if in.Source = strings.TrimSpace(in.Source); in.Source == "" {
+		in.Source = defaultSource
+	}
+	if err := checkTexts(textField{prefix + "source", in.Source, maxConsentSource}, textField{prefix + "text", in.Text, maxConsentText}); err != nil {
+		return err
+	}
+	if in.IP = strings.TrimSpace(in.IP); in.IP != "" {
+		addr, err := netip.ParseAddr(in.IP)
+		if err != nil {
+			return Errorf(CodeValidation, "%sip must be an IPv4 or IPv6 address", prefix)
+		}
+		in.IP = addr.String()
+	}
+	if in.At.IsZero() {
+		in.At = now()
+	} else if in.At.After(now().Add(time.Minute)) {
+		return Errorf(CodeValidation, "%sat must not be in the future", prefix)
+	}
+	// Microseconds, as the database keeps times: the state on the contact and its ledger event agree.
+	in.At = in.At.UTC().Truncate(time.Microsecond)
+	return nil
+}
+
+// consentChange is a change to apply to one contact.
+type consentChange struct {
+	ConsentInput
+	MessageID string
+	// Always records the event even when the state does not change (evidence given again); a keyword
+	// or the bot repeating the state records nothing.
+	Always bool
+}
+
+// applyConsent records change for the contact c inside tx, which must hold c's row locked (lockContact)
+// so that two changes of one contact apply one after the other. It appends the event, updates the
+// contact's state, and on an opt-out stops what the campaigns still owe the contact on that channel
+// (suppressSends). It returns whether anything was recorded.
+//
+// The state is the latest change by its time (at), not by when it was recorded: evidence dated
+// before the state it would replace (a form signed last year, entered after today's STOP) goes into
+// the ledger and changes no state, so back-dated consent never undoes a newer opt-out.
+func applyConsent(ctx context.Context, tx bun.IDB, c *Contact, change consentChange) (bool, error) {
+	if cur, ok := c.Consent.For(change.Channel); ok && cur.Status == change.Status && !change.Always {
+		return false, nil
+	}
+	e := &ConsentEvent{
+		ID: newID(prefixConsent), AccountID: c.AccountID, ContactID: c.ID, Channel: change.Channel, Status: change.Status,
+		Source: change.Source, Text: change.Text, At: change.At,
+		IP: nilIfEmpty(change.IP), MessageID: nilIfEmpty(change.MessageID), UserID: nilIfEmpty(change.UserID),
+	}
+	if _, err := tx.NewInsert().Model(e).Exec(ctx); err != nil {
+		return false, fmt.Errorf("record consent: %w", err)
+	}
+	next := ConsentMap{}
+	for ch, st := range c.Consent {
+		// Consent for every channel replaces each channel's own: withdrawing everywhere must leave no
+		// channel opted in, and giving it everywhere must leave none opted out. A state newer than the
+		// change stays.
+		if change.Channel != ConsentAllChannels || st.At.After(change.At) {
+			next[ch] = st
+		}
+	}
+	if cur, ok := c.Consent.For(change.Channel); ok && cur.At.After(change.At) {
+		return true, nil // older than the state in force: evidence for the ledger only
+	}
+	next[change.Channel] = ConsentState{Status: change.Status, At: change.At, Source: change.Source}
+	if _, err := tx.NewUpdate().Model((*Contact)(nil)).Set("consent = ?", next).Set("updated_at = ?", now()).
+		Where("id = ?", c.ID).Exec(ctx); err != nil {
+		return false, fmt.Errorf("record consent: %w", err)
+	}
+	c.Consent = next
+	if change.Status == ConsentOptedOut {
+		if err := suppressSends(ctx, tx, c.ID, change.Channel); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// suppressSends stops what campaigns owe a contact who opted out on channel (ConsentAllChannels: on
+// every channel): sends not written yet become suppressed with ReasonOptedOut, and no follow-up is due
+// any more. An opening already written is stopped by the door when its delivery asks it.
+func suppressSends(ctx context.Context, tx bun.IDB, contactID, channel string) error {
+	campaigns := tx.NewSelect().TableExpr("campaigns").Column("id")
+	if channel != ConsentAllChannels {
+		campaigns = campaigns.Where("channel = ? OR channel = ?", channel, customPrefix+channel)
+	}
+	at := now()
+	_, err := tx.NewUpdate().Model((*CampaignSend)(nil)).
+		Set("status = ?", SendSuppressed).Set("detail = ?", ReasonOptedOut).Set("status_at = ?", at).
+		Set("follow_ups_done = ?", true).Set("next_follow_up_at = NULL").
+		Where("contact_id = ? AND status IN (?)", contactID, bun.In(unwrittenSendStatuses)).
+		Where("campaign_id IN (?)", campaigns).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("suppress sends: %w", err)
+	}
+	_, err = tx.NewUpdate().Model((*CampaignSend)(nil)).
+		Set("follow_ups_done = ?", true).Set("next_follow_up_at = NULL").
+		Where("contact_id = ? AND follow_ups_done = ?", contactID, false).
+		Where("campaign_id IN (?)", campaigns).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("suppress follow-ups: %w", err)
+	}
+	return nil
+}
+
+// HoldConsent reads the contact's consent and keeps it from changing until release is called: a
+// campaign message's delivery holds it while the message is sent, so that an opt-out stored meanwhile
+// waits for the send, and its confirmation goes after the message (never an opening after the
+// confirmation). On PostgreSQL it is a share lock on the contact's row, which the opt-out's FOR UPDATE
+// waits for; on SQLite (standalone: one process) an in-process read lock of the contact's stripe,
+// which consent changes take for writing. Errors: NOT_FOUND.
+func (s *Store) HoldConsent(ctx context.Context, accountID, contactID string) (*Contact, func(), error) {
+	if s.IsSQLite() {
+		mu := s.consentStripe(contactID)
+		mu.RLock()
+		c, err := doorContact(ctx, s.db, contactID)
+		if err != nil {
+			mu.RUnlock()
+			return nil, nil, err
+		}
+		return c, mu.RUnlock, nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("hold consent: %w", err)
+	}
+	c := new(Contact)
+	err = tx.NewSelect().Model(c).Column("id", "account_id", "phone", "time_zone", "consent").
+		Where("account_id = ? AND id = ?", accountID, contactID).For("SHARE").Scan(ctx)
+	if err != nil {
+		_ = tx.Rollback()
+		if isNoRows(err) {
+			return nil, nil, notFound("contact")
+		}
+		return nil, nil, fmt.Errorf("hold consent: %w", err)
+	}
+	return c, func() { _ = tx.Rollback() }, nil
+}
+
+// consentStripes are SQLite's in-process consent locks (HoldConsent), by a hash of the contact's id.
+const consentStripes = 64
+
+func (s *Store) consentStripe(contactID string) *sync.RWMutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(contactID))
+	return &s.consentLocks[h.Sum32()%consentStripes]
+}
+
+// changeConsent runs fn, a transaction that changes the contact's consent, after any delivery holding
+// it (HoldConsent) has ended: on SQLite it takes the contact's stripe for writing around fn; on
+// PostgreSQL fn's lockContact waits for the share locks itself.
+func (s *Store) changeConsent(ctx context.Context, contactID string, fn func(context.Context, bun.Tx) error) error {
+	if s.IsSQLite() {
+		mu := s.consentStripe(contactID)
+		mu.Lock()
+		defer mu.Unlock()
+	}
+	return s.db.RunInTx(ctx, nil, fn)
+}
+
+// lockContact reads the contact inside tx and, on PostgreSQL, locks its row until tx ends (SQLite has
+// one writer at a time).
+func (s *Store) lockContact(ctx context.Context, tx bun.IDB, accountID, contactID string) (*Contact, error) {
+	c := new(Contact)
+	q := tx.NewSelect().Model(c).Where("account_id = ? AND id = ?", accountID, contactID)
+	if !s.IsSQLite() {
+		q = q.For("UPDATE")
+	}
+	if err := q.Scan(ctx); err != nil {
+		if isNoRows(err) {
+			return nil, notFound("contact")
+		}
+		return nil, fmt.Errorf("lock contact: %w", err)
+	}
+	return c, nil
+}
+
+// consentChanged is the data of a contact.consent_changed event.
+type consentChanged struct {
+	ID      string     `json:"id"`
+	Consent ConsentMap `json:"consent"`
+}
+
+func (s *Store) emitConsent(ctx context.Context, c *Contact) {
+	s.emit(ctx, c.AccountID, EventConsentChanged, consentChanged{ID: c.ID, Consent: c.Consent})
+}
+
+// SetConsent records consent given or withdrawn by hand (PUT /v1/contacts/{id}/consent, the inbox):
+// always an event, as evidence, even when the state stays the same. in must have passed Normalize.
+// It returns the contact with its consent after the change. Errors: NOT_FOUND.
+func (s *Store) SetConsent(ctx context.Context, accountID, contactID string, in ConsentInput) (*Contact, error) {
+	var c *Contact
+	err := s.changeConsent(ctx, contactID, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if c, err = s.lockContact(ctx, tx, accountID, contactID); err != nil {
+			return err
+		}
+		_, err = applyConsent(ctx, tx, c, consentChange{ConsentInput: in, Always: true})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.emitConsent(ctx, c)
+	return c, nil
+}
+
+// ContactConsent is what GET /v1/contacts/{id}/consent shows: the states and every event, oldest
+// first.
+type ContactConsent struct {
+	Channels ConsentMap      `json:"channels"`
+	Events   []*ConsentEvent `json:"events"`
+}
+
+// maxConsentEvents bounds the events one contact's ledger lists; the export has them all.
+const maxConsentEvents = 1000
+
+// ConsentOf returns the contact's consent and its ledger. Errors: NOT_FOUND.
+func (s *Store) ConsentOf(ctx context.Context, accountID, contactID string) (*ContactConsent, error) {
+	c, err := s.ContactByID(ctx, accountID, contactID)
+	if err != nil {
+		return nil, err
+	}
+	out := &ContactConsent{Channels: c.Consent, Events: []*ConsentEvent{}}
+	if out.Channels == nil {
+		out.Channels = ConsentMap{}
+	}
+	// The newest events when there are more than the page holds (they set the state in force), listed
+	// oldest first.
+	if err := s.db.NewSelect().Model(&out.Events).Where("contact_id = ?", c.ID).Order("id DESC").Limit(maxConsentEvents).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("consent events: %w", err)
+	}
+	slices.Reverse(out.Events)
+	return out, nil
+}
+
+// ConsentExportRow is one line of the consent export.
+type ConsentExportRow struct {
+	ConsentEvent
+	Phone *string `bun:"phone"`
+	Email *string `bun:"email"`
+}
+
+// ConsentExportHeader is the export's header row.
+var ConsentExportHeader = []string{"at", "contact_id", "phone", "email", "channel", "status", "source", "text", "ip", "message_id"}
+
+// Record is the row as the export writes it, in ConsentExportHeader's order.
+func (r *ConsentExportRow) Record() []string {
+	return []string{r.At.UTC().Format(time.RFC3339Nano), r.ContactID, deref(r.Phone), deref(r.Email), r.Channel, r.Status,
+		r.Source, r.Text, deref(r.IP), deref(r.MessageID)}
+}
+
+// consentExportBatch is how many events the export reads per query: it keeps memory flat however many
+// events the period holds, each batch starting after the last one's (at, id).
+const consentExportBatch = 1000
+
+// ExportConsent calls emit for each of the account's consent events whose time is in [from, to), in
+// order of time, reading them in batches so that memory stays flat for any number of events. It stops
+// at emit's first error.
+func (s *Store) ExportConsent(ctx context.Context, accountID string, from, to time.Time, emit func(*ConsentExportRow) error) error {
+	var (
+		afterAt time.Time
+		afterID string
+	)
+	for {
+		var rows []ConsentExportRow
+		q := s.db.NewSelect().TableExpr("consent_events AS e").
+			ColumnExpr("e.*, c.phone, c.email").
+			Join("JOIN contacts AS c ON c.id = e.contact_id").
+			Where("e.account_id = ? AND e.at >= ? AND e.at < ?", accountID, from.UTC(), to.UTC()).
+			OrderExpr("e.at, e.id").Limit(consentExportBatch)
+		if afterID != "" {
+			q = q.Where("(e.at > ? OR (e.at = ? AND e.id > ?))", afterAt, afterAt, afterID)
+		}
+		if err := q.Scan(ctx, &rows); err != nil {
+			return fmt.Errorf("consent export: %w", err)
+		}
+		for i := range rows {
+			if err := emit(&rows[i]); err != nil {
+				return err
+			}
+		}
+		if len(rows) < consentExportBatch {
+			return nil
+		}
+		afterAt, afterID = rows[len(rows)-1].At, rows[len(rows)-1].ID
+	}
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
