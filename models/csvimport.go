@@ -398,10 +398,11 @@ const (
 	colFirstName
 	colLastName
 	colEmail
+	colTimeZone
 	numCSVColumns
 )
 
-var csvColumnNames = [numCSVColumns]string{"phone", "first_name", "last_name", "email"}
+var csvColumnNames = [numCSVColumns]string{"phone", "first_name", "last_name", "email", "time_zone"}
 
 var csvHeaderNames = map[string]int{
 	"phone":        colPhone,
@@ -412,6 +413,8 @@ var csvHeaderNames = map[string]int{
 	"last_name":    colLastName,
 	"lastname":     colLastName,
 	"email":        colEmail,
+	"time_zone":    colTimeZone, // the contact's IANA zone, for quiet hours
+	"timezone":     colTimeZone,
 }
 
 // csvColumns holds, for each column the import reads, its index in a record, or -1 when the file does
@@ -423,7 +426,7 @@ func errBinaryCSV(line int) error {
 }
 
 func parseCSVHeader(rec []string, line int) (*csvColumns, error) {
-	cols := &csvColumns{-1, -1, -1, -1}
+	cols := &csvColumns{-1, -1, -1, -1, -1}
 	for i, name := range rec {
 		// A NUL never appears in CSV text; it does in spreadsheets, archives and UTF-16 files.
 		if strings.IndexByte(name, 0) >= 0 {
@@ -478,6 +481,10 @@ func (cols *csvColumns) contact(rec []string) (ContactInput, error) {
 	if err != nil {
 		return ContactInput{}, err
 	}
+	zone := strings.TrimSpace(raw[colTimeZone])
+	if zone != "" && ValidTimeZone(zone) != nil {
+		return ContactInput{}, Errorf(CodeValidation, "time_zone must be an IANA time zone such as America/New_York")
+	}
 	// The fields of a record share one allocation with its ignored columns: copy what is kept, so a
 	// large file's notes are not held until the import ends.
 	return ContactInput{
@@ -485,5 +492,6 @@ func (cols *csvColumns) contact(rec []string) (ContactInput, error) {
 		LastName:  strings.Clone(last),
 		Phone:     phone,
 		Email:     strings.Clone(email),
+		TimeZone:  strings.Clone(zone),
 	}, nil
 }

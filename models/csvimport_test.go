@@ -42,6 +42,12 @@ func TestParseContactCSV(t *testing.T) {
 			want: []ContactInput{{FirstName: "Ada", LastName: "Lovelace", Phone: "+14155550123"}},
 		},
 		{
+			name:     "time_zone column, for quiet hours",
+			in:       "phone,first_name,time_zone\n+14155550123,Ada, America/Los_Angeles \n+14155550124,Bo,\n+14155550125,Cy,Mars/Base\n",
+			want:     []ContactInput{{FirstName: "Ada", Phone: "+14155550123", TimeZone: "America/Los_Angeles"}, {FirstName: "Bo", Phone: "+14155550124"}},
+			wantErrs: []CSVRowError{{Row: 4, Error: "time_zone must be an IANA time zone such as America/New_York"}},
+		},
+		{
 			name: "phoneNumber alias as the API spells it",
 			in:   "phoneNumber,FIRSTNAME\n+14155550123,Ada\n",
 			want: []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
