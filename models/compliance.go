@@ -121,16 +121,22 @@ func (s *Store) complianceSettings(ctx context.Context, db bun.IDB, accountID st
 // settingsOf is the effective settings of an account named name with the stored row (its columns NULL
 // or empty when the account never saved any).
 func (s *Store) settingsOf(name string, row *complianceRow) (*ComplianceSettings, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		name = "us"
+	// The default texts name the account, as carriers expect a program's messages to; an account
+	// without a name speaks as "us".
+	from, helpFrom := "us", ""
+	if name = strings.TrimSpace(name); name != "" {
+		from, helpFrom = name, name+": "
+	}
+	help := "reply to this message and our team will answer. Reply STOP to opt out."
+	if helpFrom == "" {
+		help = "Reply to this message and our team will answer. Reply STOP to opt out."
 	}
 	cs := &ComplianceSettings{
 		OptOutKeywords:     []string{},
 		OptInKeywords:      []string{},
-		OptOutConfirmation: fmt.Sprintf("You have opted out of messages from %s on this channel and will receive no more. Reply START to opt back in.", name),
-		OptInConfirmation:  fmt.Sprintf("You have opted in to messages from %s again. Reply STOP to opt out, HELP for help.", name),
-		HelpText:           fmt.Sprintf("%s: reply to this message and our team will answer. Reply STOP to opt out.", name),
+		OptOutConfirmation: fmt.Sprintf("You have opted out of messages from %s on this channel and will receive no more. Reply START to opt back in.", from),
+		OptInConfirmation:  fmt.Sprintf("You have opted in to messages from %s again. Reply STOP to opt out, HELP for help.", from),
+		HelpText:           helpFrom + help,
 		QuietHours:         s.defaultQuiet(),
 		TimeZone:           row.TimeZone,
 	}

@@ -948,7 +948,7 @@ func TestComplianceSettingsDefaults(t *testing.T) {
 	if want := "You have opted out of messages from us on this channel and will receive no more. Reply START to opt back in."; unnamed.OptOutConfirmation != want {
 		t.Errorf("unnamed account's confirmation %q, want %q", unnamed.OptOutConfirmation, want)
 	}
-	if want := "us: reply to this message and our team will answer. Reply STOP to opt out."; unnamed.HelpText != want {
+	if want := "Reply to this message and our team will answer. Reply STOP to opt out."; unnamed.HelpText != want {
 		t.Errorf("unnamed account's help %q, want %q", unnamed.HelpText, want)
 	}
 

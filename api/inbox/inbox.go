@@ -124,8 +124,13 @@ func (h *Handler) render(c *fiber.Ctx, status int, page string, v inboxView) err
 	}
 	var buf bytes.Buffer
 	name := "layout"
-	if c.Get("X-Inbox-Live") == "1" && t.Lookup("live") != nil {
+	// The live script asks for the page's live region ("1") or for its other live parts ("parts":
+	// a page's sections that events change, each in an element with data-live-part).
+	switch live := c.Get("X-Inbox-Live"); {
+	case live == "1" && t.Lookup("live") != nil:
 		name = "live"
+	case live == "parts" && t.Lookup("parts") != nil:
+		name = "parts"
 	}
 	if err := t.ExecuteTemplate(&buf, name, v); err != nil {
 		return err
@@ -195,7 +200,16 @@ var inboxFuncs = template.FuncMap{
 		return t.Format("Jan 2, 2006")
 	},
 	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// author names who wrote an outgoing message ("Auto-reply" for the service's own answer to a
+	// consent keyword).
+	"author": func(author string) string {
+		if l, ok := authorLabel[author]; ok {
+			return l
+		}
+		return author
+	},
+	"join": strings.Join,
+	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"deref": func(p *string) string {
 		if p == nil {
 			return ""
@@ -217,6 +231,7 @@ type sectionRef struct {
 // authorLabel names who wrote an outgoing message, in the list's previews.
 var authorLabel = map[string]string{
 	models.AuthorBot: "Bot", models.AuthorCampaign: "Campaign", models.AuthorHuman: "Team", models.AuthorAPI: "Sent",
+	models.AuthorSystem: "Auto-reply",
 }
 
 // previewable are the image types the inbox shows inline (never SVG, which can carry script).

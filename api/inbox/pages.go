@@ -172,6 +172,13 @@ type conversationView struct {
 	Path    string
 	Cursor  string
 	Attempt map[string][]models.Attempt
+	// Consent is the contact's consent by channel, the all-channels state first.
+	Consent []consentRow
+	// OptedOut is the state that stops a reply: the contact opted out on the reply's channel (nil
+	// when it did not); the page shows a notice instead of the reply box.
+	OptedOut *consentRow
+	// ConsentChannels are the channels the form to record consent offers, besides all channels.
+	ConsentChannels []string
 }
 
 // conversationPage: GET /inbox/conversations/{contactId} shows the conversation and marks it read for
@@ -196,6 +203,9 @@ func (h *Handler) conversationPage(c *fiber.Ctx) error {
 	}
 	v := conversationView{ConversationView: conv, Name: inboxFuncs["contactName"].(func(*models.Contact, string) string)(conv.Contact, conv.SenderID),
 		BotOn: !conv.Contact.BotPaused, Path: "/inbox/conversations/" + url.PathEscape(conv.Contact.ID), Cursor: before}
+	if err := h.withConsent(c, &v); err != nil {
+		return h.inboxFailure(c, err)
+	}
 	return h.render(c, fiber.StatusOK, "conversation", h.view(c, v.Name, "conversations", v))
 }
 

@@ -14,6 +14,7 @@ type settingsView struct {
 	Webhook      *models.WebhookSettings
 	AlertWebhook string
 	Bot          *models.BotSettings
+	Compliance   complianceView
 	Users        []models.User
 	Owner        bool
 	OwnerUserID  string
@@ -57,6 +58,10 @@ func (h *Handler) renderSettings(c *fiber.Ctx, v settingsView) error {
 		v.AlertWebhook = *acc.AlertWebhookURL
 	}
 	if v.Bot, err = h.store.BotSettings(ctx, acc.ID); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	v.Compliance = complianceView{TimeZones: commonTimeZones, MaxText: models.MaxComplianceText}
+	if v.Compliance.ComplianceSettings, err = h.store.ComplianceSettings(ctx, acc.ID); err != nil {
 		return h.inboxFailure(c, err)
 	}
 	v.Owner = isOwner(sess)
@@ -136,12 +141,12 @@ func (h *Handler) saveBot(c *fiber.Ctx) error {
 	return h.done(c, settingsPath+"#bot", true, "Bot settings saved.")
 }
 
-// requireOwner lets only the account's owners generate the API key and manage the team (403 for a
-// member, however the request was made).
+// requireOwner lets only the account's owners generate the API key, manage the team and change the
+// compliance settings (403 for a member, however the request was made).
 func (h *Handler) requireOwner(c *fiber.Ctx) error {
 	if !isOwner(sessionOf(c)) {
 		return h.render(c, fiber.StatusForbidden, "problem", h.view(c, "Not allowed", "settings",
-			problemView{Heading: "Not allowed", Text: "Only the account's owners can generate the API key, see the signing secret and manage the team."}))
+			problemView{Heading: "Not allowed", Text: "Only the account's owners can generate the API key, see the signing secret, manage the team and change the compliance settings."}))
 	}
 	return c.Next()
 }

@@ -1,6 +1,6 @@
 // The inbox's only script. Pages work without it; it adds live updates (Server-Sent Events from
-// /inbox/events: the live region of the page is fetched again when an event concerns it), local
-// times, a confirmation on dangerous forms and Ctrl+Enter to send a reply.
+// /inbox/events: the live region of the page, or its other live parts, are fetched again when an
+// event concerns them), local times, a confirmation on dangerous forms and Ctrl+Enter to send a reply.
 (function () {
   'use strict';
 
@@ -32,22 +32,29 @@
     if (msg && !window.confirm(msg)) e.preventDefault();
   });
 
-  var reply = document.getElementById('reply-body');
-  if (reply) {
-    reply.addEventListener('keydown', function (e) {
-      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && reply.value.trim() !== '') {
-        e.preventDefault();
-        reply.form.requestSubmit();
-      }
-    });
-  }
+  // Ctrl+Enter sends the reply (listened for on the document: the reply box is a live part, replaced
+  // when the contact's consent changes).
+  document.addEventListener('keydown', function (e) {
+    var reply = e.target;
+    if (reply.id !== 'reply-body' || e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || reply.value.trim() === '') return;
+    e.preventDefault();
+    reply.form.requestSubmit();
+  });
 
   var live = document.querySelector('[data-live]');
+  // The live parts as the server rendered them (before local times), by name: a part is replaced when
+  // the server renders it differently, whatever happened to it in the page since.
+  var rendered = {};
+  document.querySelectorAll('[data-live-part]').forEach(function (el) {
+    rendered[el.getAttribute('data-live-part')] = el.innerHTML;
+  });
   localTimes(document);
   if (!live) return;
   var kind = live.getAttribute('data-live');
   var contact = live.getAttribute('data-contact');
-  if (kind === 'conversation' && !location.search) toBottom();
+  // A conversation opens at its newest message, unless the address points into the page (#consent,
+  // where a form's result is shown).
+  if (kind === 'conversation' && !location.search && (!location.hash || location.hash === '#bottom')) toBottom();
 
   // concerns tells whether an event changes what this page shows.
   function concerns(type, data) {
@@ -57,57 +64,103 @@
     return (type === 'contact.updated' ? data.id : data.contactId) === contact;
   }
 
-  var pending = null;
-  var inFlight = false;
   // Set once the page is being left (a link, a form such as Sign out): a refresh that then finds the
   // session gone must not reload the page, which would cancel the navigation under way.
   var leaving = false;
   window.addEventListener('beforeunload', function () { leaving = true; });
   window.addEventListener('pageshow', function () { leaving = false; });
-  function refresh() {
-    if (pending) return;
-    pending = setTimeout(function () {
-      pending = null;
-      if (inFlight) { refresh(); return; }
-      inFlight = true;
-      var stick = kind === 'conversation' && nearBottom();
-      fetch(location.href, { headers: { 'X-Inbox-Live': '1' }, credentials: 'same-origin', cache: 'no-store' })
-        .then(function (res) {
-          if (res.status === 401 || res.redirected) {
-            if (!leaving) location.reload();
-            return null;
-          }
-          return res.ok ? res.text() : null;
-        })
-        .then(function (html) {
-          if (html === null) return;
-          // Parsed inert (a template loads and runs nothing) and compared with what is shown: an
-          // unchanged region is left alone, so that a button being clicked is not swapped away.
-          var next = document.createElement('template');
-          next.innerHTML = html;
-          localTimes(next.content);
-          if (next.innerHTML === live.innerHTML) return;
-          live.replaceChildren(next.content);
-          if (stick) toBottom();
-        })
-        .catch(function () {})
-        .then(function () { inFlight = false; });
-    }, 100);
+
+  // refresher returns a function that fetches the page again with the X-Inbox-Live header (what the
+  // server then renders: "1" the live region, "parts" the other live parts) and hands the HTML, parsed
+  // inert (a template loads and runs nothing), to apply. Calls close together make one request, and
+  // never two at once.
+  function refresher(header, apply) {
+    var pending = null;
+    var inFlight = false;
+    function run() {
+      if (pending) return;
+      pending = setTimeout(function () {
+        pending = null;
+        if (inFlight) { run(); return; }
+        inFlight = true;
+        var stick = kind === 'conversation' && nearBottom();
+        fetch(location.href, { headers: { 'X-Inbox-Live': header }, credentials: 'same-origin', cache: 'no-store' })
+          .then(function (res) {
+            if (res.status === 401 || res.redirected) {
+              if (!leaving) location.reload();
+              return null;
+            }
+            return res.ok ? res.text() : null;
+          })
+          .then(function (html) {
+            if (html === null) return;
+            var next = document.createElement('template');
+            next.innerHTML = html;
+            apply(next, stick);
+          })
+          .catch(function () {})
+          .then(function () { inFlight = false; });
+      }, 100);
+    }
+    return run;
   }
+
+  // An unchanged region is left alone, so that a button being clicked is not swapped away.
+  var refresh = refresher('1', function (next, stick) {
+    localTimes(next.content);
+    if (next.innerHTML === live.innerHTML) return;
+    live.replaceChildren(next.content);
+    if (stick) toBottom();
+  });
+
+  // The page's other live parts (the conversation's consent and reply box), each replaced only when
+  // the server renders it differently; a reply being written is kept when the new part has the reply
+  // box too.
+  var refreshParts = refresher('parts', function (next, stick) {
+    var changed = false;
+    next.content.querySelectorAll('[data-live-part]').forEach(function (part) {
+      var name = part.getAttribute('data-live-part');
+      var shown = document.querySelector('[data-live-part="' + name + '"]');
+      if (!shown || rendered[name] === part.innerHTML) return;
+      rendered[name] = part.innerHTML;
+      changed = true;
+      localTimes(part);
+      var draft = shown.querySelector('#reply-body');
+      var focused = draft && document.activeElement === draft;
+      shown.replaceChildren.apply(shown, Array.prototype.slice.call(part.childNodes));
+      var box = shown.querySelector('#reply-body');
+      if (draft && box) {
+        box.value = draft.value;
+        if (focused) box.focus();
+      }
+    });
+    if (changed && stick) toBottom();
+  });
+  var hasParts = !!document.querySelector('[data-live-part]');
 
   var source = new EventSource('/inbox/events');
   ['message.created', 'message.updated', 'alert.created', 'alert.resolved', 'contact.updated'].forEach(function (type) {
     source.addEventListener(type, function (e) {
       var data = null;
       try { data = JSON.parse(e.data); } catch (err) { return; }
-      if (concerns(type, data)) refresh();
+      if (!concerns(type, data)) return;
+      refresh();
+      // A new message can change where a reply goes and whether it may (a messaging window opens).
+      if (hasParts && type === 'message.created') refreshParts();
     });
+  });
+  // A consent change ({"id","consent"}) changes the conversation's consent and maybe its reply box.
+  source.addEventListener('contact.consent_changed', function (e) {
+    var data = null;
+    try { data = JSON.parse(e.data); } catch (err) { return; }
+    if (hasParts && data && data.id === contact) refreshParts();
   });
   // Events stored before the stream opened were missed: those between the server rendering the page
   // and the first opening (a reply's delivery often ends in that time), and those of a lost
   // connection. Fetch the region each time the stream opens.
   source.addEventListener('open', function () {
     refresh();
+    if (hasParts) refreshParts();
     document.documentElement.setAttribute('data-live-ready', '1');
   });
 })();
