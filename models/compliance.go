@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
+	"unicode"
 
 	"github.com/uptrace/bun"
 )
@@ -262,17 +262,23 @@ func snakeCase(field string) string {
 }
 
 // keywordCandidate reports whether an incoming body could be a keyword at all, before the account's
-// settings are read: keywords are short words, so a longer text or one with digits never is, and the
-// hot path of ordinary messages reads nothing.
+// settings are read: a built-in keyword, or a single word of at most maxKeywordLetters letters (what
+// an account's own keyword can be). Ordinary messages, longer or with spaces or digits, read nothing.
 func keywordCandidate(body string) bool {
 	n := NormalizeKeyword(body)
-	if n == "" || utf8.RuneCountInString(n) > 2*maxKeywordLetters {
-		return false
+	if ClassifyKeyword(n, nil, nil) != KeywordNone {
+		return true
 	}
+	letters := 0
 	for _, r := range n {
-		if r >= '0' && r <= '9' {
+		switch {
+		case unicode.IsLetter(r):
+			letters++
+		case unicode.In(r, unicode.Mn, unicode.Mc):
+			// a mark belongs to the letter before it
+		default:
 			return false
 		}
 	}
-	return true
+	return letters >= 1 && letters <= maxKeywordLetters
 }
