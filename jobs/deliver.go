@@ -85,10 +85,10 @@ func (h *Handler) attempt(ctx context.Context, m *models.Message, acc *models.Ac
 		m.Contact = contact
 	}
 	var res DeliveryResult
-	if m.Contact != nil && m.Author != models.AuthorSystem && m.Contact.Consent.OptedOut(m.Channel) {
+	if d, refused := models.ConsentRule(models.PurposeOf(m), m.Contact, m.Channel); refused {
 		// Written before the contact opted out on the channel (or while the bot was thinking): it does
 		// not go, on any transport, and no call is made. Only a keyword's own answer goes then.
-		res = DeliveryResult{Error: models.ReasonOptedOut + ": the contact opted out on " + m.Channel + " before this message was delivered"}
+		res = DeliveryResult{Error: d.Reason}
 	} else {
 		res = transport.Deliver(ctx, m, acc)
 	}

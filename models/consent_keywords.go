@@ -63,6 +63,7 @@ func (s *Store) applyKeyword(ctx context.Context, m *Message, kind KeywordKind, 
 		claimed bool
 	)
 	err := s.changeConsent(ctx, m.ContactID, func(ctx context.Context, tx bun.Tx) error {
+		*out, written, claimed = KeywordOutcome{Kind: kind}, nil, false // a run after a deadlock starts afresh
 		var err error
 		// The contact's row first: every consent change of one contact waits for the one before.
 		if contact, err = s.lockContact(ctx, tx, m.AccountID, m.ContactID); err != nil {

@@ -155,11 +155,8 @@ func (s *Store) decide(ctx context.Context, db bun.IDB, out Outgoing) (Decision,
 			return Decision{}, err
 		}
 	}
-	if out.Purpose != PurposeCompliance {
-		if st, ok := contact.Consent.For(out.Channel); ok && st.Status == ConsentOptedOut {
-			return refuse(fmt.Sprintf("%s: the contact opted out on %s on %s (%s)", ReasonOptedOut, out.Channel,
-				st.At.UTC().Format("2006-01-02 15:04 MST"), st.Source))
-		}
+	if d, refused := ConsentRule(out.Purpose, contact, out.Channel); refused {
+		return d, nil
 	}
 	var d Decision
 	switch out.Transport {
@@ -180,6 +177,23 @@ func (s *Store) decide(ctx context.Context, db bun.IDB, out Outgoing) (Decision,
 		return s.quietRule(ctx, db, out.AccountID, contact, at, d)
 	}
 	return d, nil
+}
+
+// ConsentRule is the door's first rule, for a contact as read (its Consent): nothing but a keyword's
+// own answer (PurposeCompliance) goes to a contact who opted out on channel. refused says that it
+// refuses, with the decision to give. Decide applies it; a transport about to deliver a message
+// written earlier applies it again with the contact as it reads it then.
+func ConsentRule(purpose string, contact *Contact, channel string) (d Decision, refused bool) {
+	if purpose == PurposeCompliance || contact == nil {
+		return Decision{}, false
+	}
+	st, ok := contact.Consent.For(channel)
+	if !ok || st.Status != ConsentOptedOut {
+		return Decision{}, false
+	}
+	d, _ = refuse(fmt.Sprintf("%s: the contact opted out on %s on %s (%s)", ReasonOptedOut, channel,
+		st.At.UTC().Format("2006-01-02 15:04 MST"), st.Source))
+	return d, true
 }
 
 // doorContact reads what the door needs of a contact: its consent, phone and time zone.
