@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,7 +62,7 @@ func TestOptOutRacingAnOpening(t *testing.T) {
 			sends[s["contactId"].(string)] = s["status"].(string)
 		}
 		for _, c := range contacts {
-			if !settled(sends[c]) || !contains(hookBodies(hook, c), confirmation) {
+			if !settled(sends[c]) || !slices.Contains(hookBodies(hook, c), confirmation) {
 				return false
 			}
 		}
@@ -97,13 +98,4 @@ func TestOptOutRacingAnOpening(t *testing.T) {
 		}
 	}
 	t.Logf("%d races: the opening went first in %d, was suppressed in %d", rounds, went, suppressed)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -439,8 +439,8 @@ var ConsentExportHeader = []string{"at", "contact_id", "phone", "email", "channe
 
 // Record is the row as the export writes it, in ConsentExportHeader's order.
 func (r *ConsentExportRow) Record() []string {
-	return []string{r.At.UTC().Format(time.RFC3339Nano), r.ContactID, deref(r.Phone), deref(r.Email), r.Channel, r.Status,
-		r.Source, r.Text, deref(r.IP), deref(r.MessageID)}
+	return []string{r.At.UTC().Format(time.RFC3339Nano), r.ContactID, derefOr(r.Phone, ""), derefOr(r.Email, ""), r.Channel, r.Status,
+		r.Source, r.Text, derefOr(r.IP, ""), derefOr(r.MessageID, "")}
 }
 
 // consentExportBatch is how many events the export reads per query: it keeps memory flat however many
@@ -485,11 +485,4 @@ func nilIfEmpty(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -221,7 +221,7 @@ func (s *Store) quietRule(ctx context.Context, db bun.IDB, accountID string, con
 	if settings.QuietHours == nil {
 		return d, nil
 	}
-	phone, zone := deref(contact.Phone), deref(contact.TimeZone)
+	phone, zone := derefOr(contact.Phone, ""), derefOr(contact.TimeZone, "")
 	next, ok := NextAllowed(at, settings.QuietHours, phone, ContactZones(zone, phone, settings.TimeZone))
 	if !ok {
 		return refuse(ReasonQuietHours + ": no minute of the next two days is outside the quiet hours in every time zone of the contact")
