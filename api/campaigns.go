@@ -13,6 +13,7 @@ type campaignRequest struct {
 	Language            *string    `json:"language"`
 	BotInstructions     *string    `json:"botInstructions"`
 	OpeningMessage      *string    `json:"openingMessage"`
+	OpeningMessages     *[]string  `json:"openingMessages"`
 	Goal                *string    `json:"goal"`
 	FollowUpsEnabled    *bool      `json:"followUpsEnabled"`
 	FollowUpDelaysHours *[]float64 `json:"followUpDelaysHours"`
@@ -28,7 +29,7 @@ type campaignRequest struct {
 func (r *campaignRequest) input() models.CampaignInput {
 	return models.CampaignInput{
 		Name: r.Name, Type: r.Type, Language: r.Language, BotInstructions: r.BotInstructions,
-		OpeningMessage: r.OpeningMessage, Goal: r.Goal, FollowUpsEnabled: r.FollowUpsEnabled,
+		OpeningMessage: r.OpeningMessage, OpeningMessages: r.OpeningMessages, Goal: r.Goal, FollowUpsEnabled: r.FollowUpsEnabled,
 		FollowUpDelaysHours: r.FollowUpDelaysHours, TriggerOnListAdd: r.TriggerOnListAdd, ListID: r.ListID,
 		Channel: r.Channel, Status: r.Status, SendRatePerMinute: r.SendRatePerMinute, OpeningDelayMinutes: r.OpeningDelayMinutes,
 		WhatsAppTemplate: r.WhatsAppTemplate,

@@ -1,14 +1,13 @@
 package api
 
 import (
-	"bufio"
 	"context"
-	"encoding/csv"
 	"log/slog"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"funnelchat/api/web"
 	"funnelchat/models"
 )
 
@@ -67,10 +66,6 @@ func (s *consent) putConsent(c *fiber.Ctx) error {
 	return s.getConsent(c)
 }
 
-// consentExportTimeout bounds one export's streaming: a million events take seconds; a client that
-// stops reading must not hold a database connection for ever.
-const consentExportTimeout = 10 * time.Minute
-
 // exportConsent: GET /v1/consent/export?from=&to= streams the account's consent events whose time is
 // in [from, to) as CSV (models.ConsentExportHeader), oldest first. from and to are RFC 3339 times or
 // dates (YYYY-MM-DD, midnight UTC); both are optional. The rows are read in batches and written as
@@ -88,42 +83,11 @@ func (s *consent) exportConsent(c *fiber.Ctx) error {
 	if !from.Before(to) {
 		return models.Errorf(models.CodeValidation, "from must be before to")
 	}
-	// The body is written after the handler returns: the request's values (its id, for the log) go
-	// along, its end does not.
-	reqCtx, accountID := context.WithoutCancel(c.UserContext()), accountOf(c).ID
-	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
-	c.Set(fiber.HeaderContentDisposition, `attachment; filename="consent.csv"`)
-	if c.Method() == fiber.MethodHead {
-		return nil
-	}
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		ctx, cancel := context.WithTimeout(reqCtx, consentExportTimeout)
-		defer cancel()
-		out := csv.NewWriter(w)
-		_ = out.Write(models.ConsentExportHeader)
-		n := 0
-		err := s.store.ExportConsent(ctx, accountID, from, to, func(r *models.ConsentExportRow) error {
-			if err := out.Write(r.Record()); err != nil {
-				return err
-			}
-			if n++; n%1000 == 0 {
-				out.Flush()
-				if err := out.Error(); err != nil {
-					return err
-				}
-				return w.Flush() // a gone client ends the export here
-			}
-			return nil
+	accountID := accountOf(c).ID
+	return web.StreamCSV(c, s.log.With("account_id", accountID), "consent export", "consent.csv", models.ConsentExportHeader,
+		func(ctx context.Context, write func([]string) error) error {
+			return s.store.ExportConsent(ctx, accountID, from, to, func(r *models.ConsentExportRow) error { return write(r.Record()) })
 		})
-		out.Flush()
-		if err == nil {
-			err = w.Flush()
-		}
-		if err != nil {
-			s.log.WarnContext(ctx, "consent export ended early", "account_id", accountID, "rows", n, "error", err.Error())
-		}
-	})
-	return nil
 }
 
 // timeParam reads the query parameter name as an RFC 3339 time or a date; def when it is absent.

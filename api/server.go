@@ -181,6 +181,7 @@ func (s *Server) routes() {
 	authed(fiber.MethodGet, "/contacts/:id/messages", s.contactMessages)
 	authed(fiber.MethodPost, "/contacts/:id/messages", s.humanReply)
 	authed(fiber.MethodPut, "/contacts/:id/bot", s.setContactBot)
+	authed(fiber.MethodPost, "/contacts/:id/goal", s.reachGoal)
 	authed(fiber.MethodGet, "/messages/:id", s.getMessage)
 	authed(fiber.MethodGet, "/messages/:id/attempts", s.messageAttempts)
 	authed(fiber.MethodPost, "/messages/:id/redeliver", s.redeliverMessage)
@@ -224,4 +225,5 @@ func (s *Server) routes() {
 	authed(fiber.MethodGet, "/campaigns/:id", s.getCampaign)
 	authed(fiber.MethodPatch, "/campaigns/:id", s.patchCampaign)
 	authed(fiber.MethodGet, "/campaigns/:id/sends", s.campaignSends)
+	authed(fiber.MethodGet, "/campaigns/:id/report", s.campaignReport)
 }

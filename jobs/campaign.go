@@ -145,7 +145,7 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	m, err := h.Store.WriteOpening(ctx, send, models.OutgoingMessage{
-		Campaign: campaign, Contact: contact, Body: models.Personalize(campaign.OpeningMessage, contact), ToID: route.ToID,
+		Campaign: campaign, Contact: contact, Body: models.Personalize(campaign.OpeningFor(send.Variant), contact), ToID: route.ToID,
 	})
 	if err != nil || m == nil {
 		return err

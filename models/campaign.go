@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 	"golang.org/x/text/language"
@@ -30,13 +33,16 @@ const (
 type Campaign struct {
 	bun.BaseModel `bun:"table:campaigns"`
 
-	ID                  string    `bun:"id,pk" json:"id"`
-	AccountID           string    `bun:"account_id" json:"-"`
-	Name                string    `bun:"name" json:"name"`
-	Type                string    `bun:"type" json:"type"`
-	Language            string    `bun:"language" json:"language"`
-	BotInstructions     string    `bun:"bot_instructions" json:"botInstructions"`
-	OpeningMessage      string    `bun:"opening_message" json:"openingMessage"`
+	ID              string `bun:"id,pk" json:"id"`
+	AccountID       string `bun:"account_id" json:"-"`
+	Name            string `bun:"name" json:"name"`
+	Type            string `bun:"type" json:"type"`
+	Language        string `bun:"language" json:"language"`
+	BotInstructions string `bun:"bot_instructions" json:"botInstructions"`
+	OpeningMessage  string `bun:"opening_message" json:"openingMessage"`
+	// OpeningMessages are the opening's variants (2 to 5), used instead of OpeningMessage: each contact
+	// added gets one of them at random and keeps it (its send's variant).
+	OpeningMessages     []string  `bun:"opening_messages,nullzero" json:"openingMessages,omitempty"`
 	Goal                string    `bun:"goal" json:"goal"`
 	FollowUpsEnabled    bool      `bun:"follow_ups_enabled" json:"followUpsEnabled"`
 	FollowUpDelaysHours []float64 `bun:"follow_up_delays" json:"followUpDelaysHours"`
@@ -81,6 +87,7 @@ type CampaignInput struct {
 	Language            *string
 	BotInstructions     *string
 	OpeningMessage      *string
+	OpeningMessages     *[]string // replaces OpeningMessage; giving both is a VALIDATION_ERROR
 	Goal                *string
 	FollowUpsEnabled    *bool
 	FollowUpDelaysHours *[]float64
@@ -100,7 +107,17 @@ const (
 	maxFollowUpDelay     = 24 * 60 // hours: sixty days
 	maxSendRatePerMinute = 6000
 	maxOpeningDelay      = 24 * 60 // minutes
+	minOpeningVariants   = 2
+	maxOpeningVariants   = 5
 )
+
+// check rejects what no campaign could become: both forms of the opening message at once.
+func (in *CampaignInput) check() error {
+	if in.OpeningMessage != nil && in.OpeningMessages != nil {
+		return Errorf(CodeValidation, "give openingMessage or openingMessages, not both")
+	}
+	return nil
+}
 
 // apply sets the given fields on c.
 func (in *CampaignInput) apply(c *Campaign) {
@@ -114,6 +131,15 @@ func (in *CampaignInput) apply(c *Campaign) {
 	set(&c.Language, in.Language)
 	set(&c.BotInstructions, in.BotInstructions)
 	set(&c.OpeningMessage, in.OpeningMessage)
+	if in.OpeningMessage != nil {
+		c.OpeningMessages = nil // one form at a time: a single message replaces the variants
+	}
+	if in.OpeningMessages != nil {
+		c.OpeningMessage, c.OpeningMessages = "", make([]string, len(*in.OpeningMessages))
+		for i, text := range *in.OpeningMessages {
+			c.OpeningMessages[i] = strings.TrimSpace(text)
+		}
+	}
 	set(&c.Goal, in.Goal)
 	set(&c.Channel, in.Channel)
 	set(&c.Status, in.Status)
@@ -169,6 +195,9 @@ func (s *Store) validateCampaign(ctx context.Context, db bun.IDB, c *Campaign) e
 	); err != nil {
 		return err
 	}
+	if err := checkOpeningVariants(c.OpeningMessages); err != nil {
+		return err
+	}
 	switch c.Type {
 	case CampaignCombined, CampaignOutgoing, CampaignIncoming:
 	default:
@@ -218,8 +247,8 @@ func (s *Store) validateCampaign(ctx context.Context, db bun.IDB, c *Campaign) e
 	switch {
 	case c.ListID == nil && c.Type != CampaignIncoming:
 		return Errorf(CodeValidation, "a live campaign needs a listId")
-	case c.OpeningMessage == "" && c.Type != CampaignIncoming:
-		return Errorf(CodeValidation, "a live %s campaign needs an openingMessage", c.Type)
+	case c.OpeningMessage == "" && len(c.OpeningMessages) == 0 && c.Type != CampaignIncoming:
+		return Errorf(CodeValidation, "a live %s campaign needs an openingMessage or openingMessages", c.Type)
 	case c.Channel == "":
 		return Errorf(CodeValidation, "a live campaign needs a channel")
 	case c.Transport() != TransportCustom:
@@ -238,6 +267,9 @@ func (s *Store) CreateCampaign(ctx context.Context, accountID string, in Campaig
 		FollowUpDelaysHours: []float64{24, 72}, TriggerOnListAdd: true, Status: CampaignDraft,
 		CreatedAt: at, UpdatedAt: at,
 	}
+	if err := in.check(); err != nil {
+		return nil, err
+	}
 	in.apply(c)
 	if err := s.validateCampaign(ctx, s.db, c); err != nil {
 		return nil, err
@@ -252,6 +284,9 @@ func (s *Store) CreateCampaign(ctx context.Context, accountID string, in Campaig
 // and follow-ups its pause held, now queued again, for the caller to enqueue (nil otherwise). Errors:
 // NOT_FOUND, VALIDATION_ERROR.
 func (s *Store) UpdateCampaign(ctx context.Context, accountID, id string, in CampaignInput) (c *Campaign, resumed *Resumed, err error) {
+	if err := in.check(); err != nil {
+		return nil, nil, err
+	}
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		c, err = campaignByID(ctx, tx, accountID, id)
 		if err != nil {
@@ -323,23 +358,80 @@ func (s *Store) Campaigns(ctx context.Context, accountID string, page Page) ([]C
 }
 
 // Personalize fills {{firstName}} and {{lastName}} (spaces inside the braces allowed) with the
-// contact's names; an unknown first name reads "there" ("Hi there!"), an unknown last name nothing.
+// contact's names. A name the contact has not given is removed cleanly: with the space before it
+// ("Hi {{firstName}}, ..." -> "Hi, ..."), or at the start of the text with the punctuation and space
+// after it ("{{firstName}}, your call ..." -> "Your call ...").
 func Personalize(template string, c *Contact) string {
-	first := c.FirstName
-	if first == "" {
-		first = "there"
-	}
 	out := template
-	for _, f := range []string{"{{firstName}}", "{{ firstName }}"} {
-		out = strings.ReplaceAll(out, f, first)
-	}
-	for _, f := range []string{"{{lastName}}", "{{ lastName }}"} {
-		if c.LastName == "" {
-			out = strings.ReplaceAll(out, " "+f, "") // "Hi {{firstName}} {{lastName}}," -> "Hi Ann,"
+	for _, f := range []struct {
+		names []string
+		value string
+	}{
+		{[]string{"{{firstName}}", "{{ firstName }}"}, strings.TrimSpace(c.FirstName)},
+		{[]string{"{{lastName}}", "{{ lastName }}"}, strings.TrimSpace(c.LastName)},
+	} {
+		for _, name := range f.names {
+			if f.value == "" {
+				out = removePlaceholder(out, name)
+			}
+			out = strings.ReplaceAll(out, name, f.value)
 		}
-		out = strings.ReplaceAll(out, f, c.LastName)
 	}
 	return out
+}
+
+// removePlaceholder removes a placeholder whose value is missing, with the space before it, or, where
+// it begins the text, with what follows it up to the next word (whose first letter is raised).
+func removePlaceholder(text, name string) string {
+	text = strings.ReplaceAll(text, " "+name, "")
+	for strings.HasPrefix(text, name) {
+		rest := strings.TrimLeftFunc(text[len(name):], func(r rune) bool {
+			return unicode.IsSpace(r) || unicode.IsPunct(r) && r != '{'
+		})
+		if r, size := utf8.DecodeRuneInString(rest); size > 0 {
+			rest = string(unicode.ToUpper(r)) + rest[size:]
+		}
+		text = rest
+	}
+	return strings.ReplaceAll(text, name, "")
+}
+
+// OpeningFor is the opening message text of a variant (0 for a campaign with one opening message). A
+// variant the campaign no longer has (its variants were edited to fewer) gets the first.
+func (c *Campaign) OpeningFor(variant int) string {
+	if len(c.OpeningMessages) == 0 {
+		return c.OpeningMessage
+	}
+	if variant < 0 || variant >= len(c.OpeningMessages) {
+		variant = 0
+	}
+	return c.OpeningMessages[variant]
+}
+
+// pickVariant chooses the variant a newly added contact gets: evenly at random among the campaign's.
+func (c *Campaign) pickVariant() int {
+	if len(c.OpeningMessages) < 2 {
+		return 0
+	}
+	return rand.IntN(len(c.OpeningMessages))
+}
+
+func checkOpeningVariants(texts []string) error {
+	if texts == nil {
+		return nil
+	}
+	if len(texts) < minOpeningVariants || len(texts) > maxOpeningVariants {
+		return Errorf(CodeValidation, "openingMessages must hold %d to %d texts", minOpeningVariants, maxOpeningVariants)
+	}
+	for i, text := range texts {
+		if text == "" {
+			return Errorf(CodeValidation, "openingMessages[%d] is empty", i)
+		}
+		if err := checkTexts(textField{fmt.Sprintf("openingMessages[%d]", i), text, maxBodyLength}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func derefOr(p *string, def string) string {

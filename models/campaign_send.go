@@ -103,6 +103,8 @@ type CampaignSend struct {
 	SentAt *time.Time `bun:"sent_at"`
 	// StatusAt is when the send reached its status.
 	StatusAt *time.Time `bun:"status_at"`
+	// Variant is the 0-based opening variant the contact got (0 with one opening message).
+	Variant int `bun:"variant"`
 }
 
 // unwrittenSendStatuses are the statuses of a send whose opening is not written yet.
@@ -131,6 +133,7 @@ func triggerCampaigns(ctx context.Context, tx bun.Tx, accountID, listID string, 
 			send := &CampaignSend{
 				ID: newID(prefixSend), AccountID: accountID, CampaignID: c.ID, ContactID: contactID, Status: SendQueued,
 				DueAt: at.Add(time.Duration(c.OpeningDelayMinutes) * time.Minute), CreatedAt: at, StatusAt: &at,
+				Variant: c.pickVariant(),
 			}
 			res, err := tx.NewInsert().Model(send).On("CONFLICT DO NOTHING").Exec(ctx)
 			if err != nil {
@@ -302,7 +305,11 @@ func (s *Store) SettleOpening(ctx context.Context, messageID string, delivered b
 	}
 	q = q.Set("status = ?", SendSent).Set("detail = NULL").Set("sent_at = ?", at)
 	var due *DueFollowUp
-	if delays := campaign.FollowUpDelaysHours; campaign.FollowUpsEnabled && len(delays) > 0 {
+	reached, err := goalReached(ctx, s.db, send.CampaignID, send.ContactID)
+	if err != nil {
+		return nil, fmt.Errorf("settle opening: %w", err)
+	}
+	if delays := campaign.FollowUpDelaysHours; campaign.FollowUpsEnabled && len(delays) > 0 && !reached {
 		next := at.Add(hours(delays[0]))
 		q = q.Set("follow_ups_done = ?", false).Set("next_follow_up_at = ?", next)
 		due = &DueFollowUp{SendID: send.ID, Step: 1, DueAt: next}
@@ -410,7 +417,7 @@ type SendView struct {
 	ContactID string     `json:"contactId"`
 	Status    string     `json:"status"`
 	Reason    *string    `json:"reason"`
-	Variant   *int       `json:"variant"`
+	Variant   int        `json:"variant"`
 	MessageID *string    `json:"messageId"`
 	NotBefore *time.Time `json:"notBefore"`
 	At        time.Time  `json:"at"`
@@ -450,7 +457,7 @@ func (s *Store) CampaignSends(ctx context.Context, accountID, campaignID, status
 	rows, next := cutPage(rows, page, func(i int) string { return rows[i].ID })
 	out := make([]SendView, len(rows))
 	for i, r := range rows {
-		v := SendView{ID: r.ID, ContactID: r.ContactID, Status: r.Status, Reason: r.Detail, MessageID: r.MessageID, At: r.CreatedAt}
+		v := SendView{ID: r.ID, ContactID: r.ContactID, Status: r.Status, Reason: r.Detail, Variant: r.Variant, MessageID: r.MessageID, At: r.CreatedAt}
 		if r.StatusAt != nil {
 			v.At = *r.StatusAt
 		}

@@ -23,6 +23,7 @@ const (
 	prefixSend     = "snd_"
 	prefixCredit   = "crt_"
 	prefixConsent  = "cns_"
+	prefixGoal     = "gol_"
 )
 
 // maxIDLength bounds the ids we look up: anything longer cannot be ours and is answered as not found
