@@ -243,6 +243,45 @@ func TestLLMBot(t *testing.T) {
 		}
 	})
 
+	t.Run("a goal_reached tool call records the goal once and still sends the text", func(t *testing.T) {
+		llm := newFakeLLM(t, func(int) (int, map[string]any) {
+			return 200, map[string]any{"role": "assistant", "content": "You're booked for Tuesday!", "tool_calls": []any{map[string]any{
+				"id": "call_1", "type": "function",
+				"function": map[string]any{"name": "goal_reached", "arguments": `{"summary":"booked a demo for Tuesday"}`},
+			}}}
+		})
+		llmWorker(t, llm)
+		hook := newSink(t, nil)
+		key, _ := messagingAccount(t, srv, hook)
+		if r := do(t, "PUT", srv.URL+"/v1/settings/bot", key, map[string]any{"goal": "Book a demo call."}); r.Status != http.StatusOK {
+			t.Fatalf("bot settings: %d %s", r.Status, r.Body)
+		}
+		first := incoming(t, srv, key, "llm-goal-1", "gina", "Tuesday 10am works").JSON(t)
+		waitFor(t, 10*time.Second, "the reply", func() bool { return len(hook.deliveries()) == 1 })
+		incoming(t, srv, key, "llm-goal-2", "gina", "See you then")
+		waitFor(t, 10*time.Second, "the second reply", func() bool { return len(hook.deliveries()) == 2 })
+		if tools := mustJSON(llm.requests[0]["tools"]); !strings.Contains(tools, `"goal_reached"`) {
+			t.Fatalf("goal_reached not offered with a goal: %s", tools)
+		}
+		acc, err := env.Store.Authenticate(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contactID, _ := messageField(t, srv, key, first["messageId"].(string), "contactId").(string)
+		goals, err := env.Store.GoalsOf(context.Background(), acc.ID, contactID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(goals) != 1 || goals[0].Source != models.GoalSourceBot || goals[0].Summary != "booked a demo for Tuesday" || goals[0].CampaignID != nil {
+			t.Fatalf("goals %+v, want one from the bot for the account's own bot", goals)
+		}
+		var payload map[string]any
+		_ = json.Unmarshal(hook.deliveries()[0].Body, &payload)
+		if payload["body"] != "You're booked for Tuesday!" {
+			t.Fatalf("reply body %q", payload["body"])
+		}
+	})
+
 	t.Run("a model that keeps failing is retried, then the team is alerted", func(t *testing.T) {
 		llm := newFakeLLM(t, func(int) (int, map[string]any) { return http.StatusInternalServerError, nil })
 		llmWorker(t, llm)

@@ -44,11 +44,16 @@ type BotResponse struct {
 	// OptOut: the contact asked, in its own words, to receive no more messages ("please stop texting
 	// me"); the service opts it out and sends the confirmation instead of Text.
 	OptOut bool
+	// Goal: the model judged that the conversation reached the campaign's goal (its goal_reached tool),
+	// with its one-line summary for the team ("" when its arguments were malformed). Text, if any,
+	// is still sent; a hand-off still happens.
+	Goal        bool
+	GoalSummary string
 }
 
 // Bot writes the business's next message in a conversation.
 type Bot interface {
-	// Reply returns a non-empty Text, or Handoff with a reason, or OptOut. An error means no answer could be
+	// Reply returns a non-empty Text, or Handoff with a reason, or OptOut, or Goal (with or without Text). An error means no answer could be
 	// obtained this time (network, timeout, HTTP error status, malformed or empty model output): the
 	// caller retries and, once out of retries, raises an alert. Reply never retries by itself.
 	Reply(ctx context.Context, req BotRequest) (BotResponse, error)

@@ -14,10 +14,12 @@ import (
 )
 
 // handoffTool is the function the model calls to hand the conversation to a human; optOutTool the one
-// it calls when the contact asks, in its own words, to receive no more messages.
+// it calls when the contact asks, in its own words, to receive no more messages; goalTool the one it
+// calls when the conversation reached the campaign's goal.
 const (
 	handoffTool = "handoff_to_human"
 	optOutTool  = "opt_out"
+	goalTool    = "goal_reached"
 )
 
 // llmBot asks an OpenAI-compatible chat completions endpoint.
@@ -48,16 +50,32 @@ func (b *llmBot) Reply(ctx context.Context, req BotRequest) (BotResponse, error)
 	if msg.FunctionCall.Name == optOutTool && !req.FollowUp {
 		return BotResponse{OptOut: true}, nil
 	}
+	// A goal is recorded whatever else the model did: reaching it and wanting a human can go together.
+	var goal BotResponse
+	for _, call := range msg.ToolCalls {
+		if call.Function.Name == goalTool && req.Goal != "" && !req.FollowUp {
+			goal = BotResponse{Goal: true, GoalSummary: goalSummary(call.Function.Arguments)}
+		}
+	}
+	if msg.FunctionCall.Name == goalTool && req.Goal != "" && !req.FollowUp {
+		goal = BotResponse{Goal: true, GoalSummary: goalSummary(msg.FunctionCall.Arguments)}
+	}
 	for _, call := range msg.ToolCalls {
 		if call.Function.Name == handoffTool {
-			return BotResponse{Handoff: true, HandoffReason: handoffReason(call.Function.Arguments)}, nil
+			goal.Handoff, goal.HandoffReason = true, handoffReason(call.Function.Arguments)
+			return goal, nil
 		}
 	}
 	if msg.FunctionCall.Name == handoffTool { // servers that still answer with the legacy function_call
-		return BotResponse{Handoff: true, HandoffReason: handoffReason(msg.FunctionCall.Arguments)}, nil
+		goal.Handoff, goal.HandoffReason = true, handoffReason(msg.FunctionCall.Arguments)
+		return goal, nil
 	}
 	if text := strings.TrimSpace(msg.Content); text != "" {
-		return BotResponse{Text: text}, nil
+		goal.Text = text
+		return goal, nil
+	}
+	if goal.Goal {
+		return goal, nil // the goal without a text: nothing to send, and nothing to retry
 	}
 	if refusal := strings.TrimSpace(msg.Refusal); refusal != "" {
 		// A refusal will not change on retry: a human should take over.
@@ -110,6 +128,27 @@ func (b *llmBot) params(req BotRequest) openai.ChatCompletionNewParams {
 			Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{}, "additionalProperties": false},
 		}))
 	}
+	if strings.TrimSpace(req.Goal) != "" && !req.FollowUp {
+		// Offered only when there is a goal to reach, and only in answer to the contact.
+		tools = append(tools, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name: goalTool,
+			Description: openai.String("Record that the conversation reached the goal of the conversation given in the instructions " +
+				"(for example the contact booked the call, bought, or confirmed the visit). Call it only when the contact's " +
+				"messages show the goal is reached, not when it is merely likely. Still write your reply to the contact in " +
+				"the same answer."),
+			Parameters: openai.FunctionParameters{
+				"type": "object",
+				"properties": map[string]any{
+					"summary": map[string]any{
+						"type":        "string",
+						"description": "What the contact did or agreed to, in one short sentence for the team.",
+					},
+				},
+				"required":             []string{"summary"},
+				"additionalProperties": false,
+			},
+		}))
+	}
 	return openai.ChatCompletionNewParams{Model: b.model, Messages: messages, Tools: tools}
 }
 
@@ -128,6 +167,9 @@ func systemPrompt(req BotRequest) string {
 	}
 	if goal := strings.TrimSpace(req.Goal); goal != "" {
 		fmt.Fprintf(&p, "\nGoal of the conversation: %s\nSteer the conversation toward this goal without being pushy.\n", goal)
+		if !req.FollowUp {
+			fmt.Fprintf(&p, "When the contact's messages show that the goal is reached, call the %s tool and still write your reply.\n", goalTool)
+		}
 	}
 	fmt.Fprintf(&p, "\nIf the contact asks for a human, or you cannot help them, call the %s tool instead of replying.\n", handoffTool)
 	if !req.FollowUp {
@@ -168,6 +210,18 @@ func handoffReason(arguments string) string {
 		}
 	}
 	return HandoffBotAsked
+}
+
+// goalSummary reads the goal tool call's {"summary": "..."}; missing or malformed arguments give ""
+// (the goal counts; its wording is a nicety).
+func goalSummary(arguments string) string {
+	var args struct {
+		Summary string `json:"summary"`
+	}
+	if json.Unmarshal([]byte(arguments), &args) != nil {
+		return ""
+	}
+	return truncateRunes(strings.TrimSpace(args.Summary), 500)
 }
 
 // truncateRunes keeps at most n runes of s.

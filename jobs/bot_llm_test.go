@@ -140,11 +140,12 @@ func TestLLMBotRequest(t *testing.T) {
 			}
 
 			tools, _ := got.Body["tools"].([]any)
-			// Answering a contact's message, the model may hand off or record an opt-out.
-			if len(tools) != 2 {
-				t.Fatalf("got %d tools, want 2: %v", len(tools), tools)
+			// Answering a contact's message toward a goal, the model may hand off, record an opt-out or
+			// record the goal.
+			if len(tools) != 3 {
+				t.Fatalf("got %d tools, want 3: %v", len(tools), tools)
 			}
-			for i, name := range []string{"handoff_to_human", "opt_out"} {
+			for i, name := range []string{"handoff_to_human", "opt_out", "goal_reached"} {
 				tool := tools[i].(map[string]any)
 				fn, _ := tool["function"].(map[string]any)
 				if tool["type"] != "function" || fn["name"] != name {
@@ -225,6 +226,24 @@ func TestLLMBotAnswers(t *testing.T) {
 			`"function":{"name":"handoff_to_human","arguments":"{\"reason\":\"angry\"}"}},{"id":"call_2","type":"function",` +
 			`"function":{"name":"opt_out","arguments":"not json"}}]}`,
 			BotResponse{OptOut: true}},
+		{"goal_reached records the goal and keeps the text", `{"role":"assistant","content":"Great, see you Tuesday!","tool_calls":[{"id":"call_1","type":"function",` +
+			`"function":{"name":"goal_reached","arguments":"{\"summary\":\" booked the survey for Tuesday \"}"}}]}`,
+			BotResponse{Text: "Great, see you Tuesday!", Goal: true, GoalSummary: "booked the survey for Tuesday"}},
+		{"goal_reached with malformed arguments still counts", `{"role":"assistant","content":"Done!","tool_calls":[{"id":"call_1","type":"function",` +
+			`"function":{"name":"goal_reached","arguments":"{summary: booked"}}]}`,
+			BotResponse{Text: "Done!", Goal: true}},
+		{"goal_reached without text is no error", `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",` +
+			`"function":{"name":"goal_reached","arguments":"{\"summary\":\"bought\"}"}}]}`,
+			BotResponse{Goal: true, GoalSummary: "bought"}},
+		{"goal_reached and a hand-off", `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",` +
+			`"function":{"name":"goal_reached","arguments":"{\"summary\":\"booked\"}"}},{"id":"call_2","type":"function",` +
+			`"function":{"name":"handoff_to_human","arguments":"{\"reason\":\"wants to pay by invoice\"}"}}]}`,
+			BotResponse{Goal: true, GoalSummary: "booked", Handoff: true, HandoffReason: "wants to pay by invoice"}},
+		{"opt_out wins over goal_reached", `{"role":"assistant","content":"Bye","tool_calls":[{"id":"call_1","type":"function",` +
+			`"function":{"name":"goal_reached","arguments":"{}"}},{"id":"call_2","type":"function","function":{"name":"opt_out","arguments":"{}"}}]}`,
+			BotResponse{OptOut: true}},
+		{"legacy function_call goal_reached", `{"role":"assistant","content":"Booked!","function_call":{"name":"goal_reached","arguments":"{\"summary\":\"call booked\"}"}}`,
+			BotResponse{Text: "Booked!", Goal: true, GoalSummary: "call booked"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -381,4 +400,34 @@ func TestLLMBotFollowUpHasNoOptOut(t *testing.T) {
 func mustJSONText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestLLMBotGoalToolOnlyWithAGoal: goal_reached is offered when the conversation has a goal and the
+// bot answers the contact; without a goal a call of it is not taken as one.
+func TestLLMBotGoalToolOnlyWithAGoal(t *testing.T) {
+	f := newFakeLLM(t, llmAnswer(`{"role":"assistant","content":"Happy to help.","tool_calls":[{"id":"call_1","type":"function",`+
+		`"function":{"name":"goal_reached","arguments":"{\"summary\":\"x\"}"}}]}`))
+	bot := NewBot(llmConfig(t, f.URL+"/v1"), nil)
+	if _, err := bot.Reply(context.Background(), sampleRequest); err != nil {
+		t.Fatal(err)
+	}
+	tools := mustJSONText(f.recorded()[0].Body["tools"])
+	if !strings.Contains(tools, `"goal_reached"`) || !strings.Contains(tools, `"summary"`) {
+		t.Fatalf("tools with a goal do not offer goal_reached: %s", tools)
+	}
+	if prompt := mustJSONText(f.recorded()[0].Body["messages"]); !strings.Contains(prompt, "call the goal_reached tool and still write your reply") {
+		t.Fatalf("prompt does not explain goal_reached: %s", prompt)
+	}
+	req := sampleRequest
+	req.Goal = ""
+	got, err := bot.Reply(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Goal || got.Text != "Happy to help." {
+		t.Fatalf("response without a goal %+v, want the text and no goal", got)
+	}
+	if tools := mustJSONText(f.recorded()[1].Body["tools"]); strings.Contains(tools, "goal_reached") {
+		t.Fatalf("tools without a goal offer goal_reached: %s", tools)
+	}
 }

@@ -102,6 +102,14 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 		h.Log.InfoContext(ctx, "opt-out by the bot", "message_id", in.ID, "account_id", in.AccountID)
 		return h.Queue.Deliver(ctx, kw.Reply.ID, kw.Reply.DeliveryRound)
 	}
+	if resp.Goal {
+		if err := h.reachGoal(ctx, in, campaign, resp.GoalSummary); err != nil {
+			return err
+		}
+		if resp.Text == "" && !resp.Handoff {
+			return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped) // the model wrote nothing to send
+		}
+	}
 	if resp.Handoff {
 		alert, err := h.Store.Handoff(ctx, in, resp.HandoffReason)
 		if err != nil {
@@ -133,6 +141,28 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 		reply.Contact = contact // a reply stored by an earlier run: the consent read as this task began
 	}
 	return h.deliverInline(ctx, reply, payer)
+}
+
+// reachGoal records the goal the model saw reached in answer to in: the campaign's whose voice answered
+// (the account's own bot's when campaign is nil). A retried task finds it recorded and changes nothing.
+func (h *Handler) reachGoal(ctx context.Context, in *models.Message, campaign *models.Campaign, summary string) error {
+	var campaignID *string
+	if campaign != nil {
+		campaignID = &campaign.ID
+	}
+	_, created, err := h.Store.ReachGoal(ctx, in.AccountID, in.ContactID, models.GoalInput{
+		CampaignID: campaignID, Source: models.GoalSourceBot, Summary: summary, MessageID: &in.ID,
+	})
+	if models.ErrorCode(err) == models.CodeNotFound {
+		return nil // the contact or campaign was deleted meanwhile: nothing to count
+	}
+	if err != nil {
+		return err
+	}
+	if created {
+		h.Log.InfoContext(ctx, "goal reached", "message_id", in.ID, "account_id", in.AccountID, "campaign_id", derefString(campaignID))
+	}
+	return nil
 }
 
 // resumeReply finishes the work of a bot task that ran before: when its process died after storing
@@ -222,3 +252,10 @@ func (h *Handler) outOfCredits(ctx context.Context, in *models.Message) error {
 }
 
 var errNoWebhook = errors.New("no webhook URL configured: set one with PUT /v1/settings/webhook, then redeliver")
+
+func derefString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
