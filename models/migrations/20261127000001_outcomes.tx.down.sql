@@ -1,3 +1,7 @@
+DROP INDEX consent_events_opt_out_idx;
+
+--bun:split
+
 DROP INDEX alerts_contact_idx;
 
 --bun:split

@@ -41,3 +41,7 @@ CREATE INDEX messages_incoming_idx ON messages (contact_id, created_at) WHERE di
 --bun:split
 
 CREATE INDEX alerts_contact_idx ON alerts (contact_id, created_at);
+
+--bun:split
+
+CREATE INDEX consent_events_opt_out_idx ON consent_events (contact_id, at) WHERE status = 'opted_out';
