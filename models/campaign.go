@@ -381,15 +381,17 @@ func Personalize(template string, c *Contact) string {
 }
 
 // removePlaceholder removes a placeholder whose value is missing, with the space before it, or, where
-// it begins the text, with what follows it up to the next word (whose first letter is raised).
+// it begins the text, with the separators after it (", ", " - "), raising the first letter of what
+// follows ("{{firstName}}, ¿qué tal?" -> "¿Qué tal?").
 func removePlaceholder(text, name string) string {
 	text = strings.ReplaceAll(text, " "+name, "")
 	for strings.HasPrefix(text, name) {
 		rest := strings.TrimLeftFunc(text[len(name):], func(r rune) bool {
-			return unicode.IsSpace(r) || unicode.IsPunct(r) && r != '{'
+			return unicode.IsSpace(r) || strings.ContainsRune(",;:.-–—!?", r)
 		})
-		if r, size := utf8.DecodeRuneInString(rest); size > 0 {
-			rest = string(unicode.ToUpper(r)) + rest[size:]
+		if i := strings.IndexFunc(rest, unicode.IsLetter); i >= 0 && strings.TrimLeft(rest[:i], "¿¡\"'«“(") == "" {
+			r, size := utf8.DecodeRuneInString(rest[i:])
+			rest = rest[:i] + string(unicode.ToUpper(r)) + rest[i+size:]
 		}
 		text = rest
 	}
