@@ -99,57 +99,37 @@ func (b *llmBot) params(req BotRequest) openai.ChatCompletionNewParams {
 		}
 	}
 	tools := []openai.ChatCompletionToolUnionParam{
-		openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
-			Name: handoffTool,
-			Description: openai.String("Hand the conversation to a human member of the business's team. Call it when " +
-				"the contact asks for a human (a person, an agent, a representative), or when you cannot help " +
-				"them with what they need. Do not write a reply when you call it."),
-			Parameters: openai.FunctionParameters{
-				"type": "object",
-				"properties": map[string]any{
-					"reason": map[string]any{
-						"type":        "string",
-						"description": "Why a human is needed, in one short sentence for the team.",
-					},
-				},
-				"required":             []string{"reason"},
-				"additionalProperties": false,
-			},
-		}),
+		functionTool(handoffTool, "Hand the conversation to a human member of the business's team. Call it when "+
+			"the contact asks for a human (a person, an agent, a representative), or when you cannot help "+
+			"them with what they need. Do not write a reply when you call it.",
+			"reason", "Why a human is needed, in one short sentence for the team."),
 	}
 	if !req.FollowUp {
 		// A follow-up answers no message of the contact's, so there is no request to read in it.
-		tools = append(tools, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
-			Name: optOutTool,
-			Description: openai.String("Record that the contact does not want to receive any more messages from the business. " +
-				"Call it when the contact's last message asks to stop, in any words or language (\"please stop texting me\", " +
-				"\"take me off your list\", \"leave me alone\"). Do not call it for complaints or questions that are not " +
-				"such a request. Do not write a reply when you call it: the service sends the confirmation."),
-			Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{}, "additionalProperties": false},
-		}))
+		tools = append(tools, functionTool(optOutTool, "Record that the contact does not want to receive any more messages from the business. "+
+			"Call it when the contact's last message asks to stop, in any words or language (\"please stop texting me\", "+
+			"\"take me off your list\", \"leave me alone\"). Do not call it for complaints or questions that are not "+
+			"such a request. Do not write a reply when you call it: the service sends the confirmation.", "", ""))
 	}
 	if strings.TrimSpace(req.Goal) != "" && !req.FollowUp {
 		// Offered only when there is a goal to reach, and only in answer to the contact.
-		tools = append(tools, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
-			Name: goalTool,
-			Description: openai.String("Record that the conversation reached the goal of the conversation given in the instructions " +
-				"(for example the contact booked the call, bought, or confirmed the visit). Call it only when the contact's " +
-				"messages show the goal is reached, not when it is merely likely. Still write your reply to the contact in " +
-				"the same answer."),
-			Parameters: openai.FunctionParameters{
-				"type": "object",
-				"properties": map[string]any{
-					"summary": map[string]any{
-						"type":        "string",
-						"description": "What the contact did or agreed to, in one short sentence for the team.",
-					},
-				},
-				"required":             []string{"summary"},
-				"additionalProperties": false,
-			},
-		}))
+		tools = append(tools, functionTool(goalTool, "Record that the conversation reached the goal of the conversation given in the instructions "+
+			"(for example the contact booked the call, bought, or confirmed the visit). Call it only when the contact's "+
+			"messages show the goal is reached, not when it is merely likely. Still write your reply to the contact in "+
+			"the same answer.",
+			"summary", "What the contact did or agreed to, in one short sentence for the team."))
 	}
 	return openai.ChatCompletionNewParams{Model: b.model, Messages: messages, Tools: tools}
+}
+
+// functionTool is a tool the model may call, with one required string argument (none when arg is "").
+func functionTool(name, description, arg, argDescription string) openai.ChatCompletionToolUnionParam {
+	params := openai.FunctionParameters{"type": "object", "properties": map[string]any{}, "additionalProperties": false}
+	if arg != "" {
+		params["properties"] = map[string]any{arg: map[string]any{"type": "string", "description": argDescription}}
+		params["required"] = []string{arg}
+	}
+	return openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: name, Description: openai.String(description), Parameters: params})
 }
 
 // systemPrompt tells the model who it is, what the business wants, and how to answer.
