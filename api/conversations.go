@@ -39,6 +39,7 @@ func conversationFilter(c *fiber.Ctx) (models.ConversationFilter, error) {
 		return f, err
 	}
 	f.Query = c.Query("q")
+	f.Assignee = c.Query("assignee")
 	return f, nil
 }
 

@@ -73,6 +73,9 @@ type User struct {
 	// PasswordHash is the argon2id hash of the inbox password (see password.go); nil: cannot sign in.
 	PasswordHash *string   `bun:"password_hash"`
 	CreatedAt    time.Time `bun:"created_at"`
+	// Available: the user takes hand-offs in turn (round-robin, the least recently assigned first).
+	Available      bool       `bun:"available"`
+	LastAssignedAt *time.Time `bun:"last_assigned_at"`
 }
 
 // APIKey is the stored form of an account's key: only its SHA-256 hash is kept.
@@ -161,7 +164,7 @@ func (s *Store) CreateAccount(ctx context.Context, in NewAccount) (*CreatedAccou
 	if in.RateLimit > 0 {
 		acc.RateLimitPerMinute = &in.RateLimit
 	}
-	user := &User{ID: acc.OwnerUserID, AccountID: acc.ID, Email: email, Role: RoleOwner, CreatedAt: created}
+	user := &User{ID: acc.OwnerUserID, AccountID: acc.ID, Email: email, Role: RoleOwner, CreatedAt: created, Available: true}
 	rawKey, key := newAPIKey(acc.ID)
 
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

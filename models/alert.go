@@ -24,6 +24,9 @@ type Alert struct {
 	ResolvedAt *time.Time `bun:"resolved_at" json:"resolvedAt"`
 	// ResolvedBy is who resolved it: a user id, or "api".
 	ResolvedBy *string `bun:"resolved_by" json:"-"`
+
+	// assigned is who raising it gave the unassigned conversation to (see assignInTurn).
+	assigned *Assignee
 }
 
 // Alert webhook states.
@@ -51,7 +54,7 @@ func (s *Store) Handoff(ctx context.Context, incoming *Message, reason string) (
 	if err != nil {
 		return nil, fmt.Errorf("handoff: %w", err)
 	}
-	s.emit(ctx, alert.AccountID, EventAlertCreated, alert)
+	s.emitAlert(ctx, alert)
 	return alert, nil
 }
 
@@ -69,7 +72,7 @@ func (s *Store) BotFailed(ctx context.Context, incoming *Message, reason string)
 	if err != nil {
 		return nil, fmt.Errorf("bot failed: %w", err)
 	}
-	s.emit(ctx, alert.AccountID, EventAlertCreated, alert)
+	s.emitAlert(ctx, alert)
 	return alert, nil
 }
 
@@ -88,7 +91,18 @@ func raiseAlert(ctx context.Context, tx bun.Tx, accountID, contactID string, mes
 	if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
 		return nil, err
 	}
-	return a, nil
+	// Every alert asks for a person: an unassigned conversation gets one now, in turn.
+	var err error
+	a.assigned, err = assignInTurn(ctx, tx, accountID, contactID)
+	return a, err
+}
+
+// emitAlert publishes a new alert, and the assignment it made.
+func (s *Store) emitAlert(ctx context.Context, a *Alert) {
+	s.emit(ctx, a.AccountID, EventAlertCreated, a)
+	if a.assigned != nil {
+		s.emit(ctx, a.AccountID, EventContactAssigned, contactAssigned{ContactID: a.ContactID, Assignee: a.assigned})
+	}
 }
 
 // AlertByID returns an alert by id, for the worker.

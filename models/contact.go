@@ -27,6 +27,8 @@ type Contact struct {
 	BotPaused bool `bun:"bot_paused" json:"-"`
 	// ConversationCampaignID is the campaign whose bot configuration the conversation continues with.
 	ConversationCampaignID *string `bun:"conversation_campaign_id" json:"-"`
+	// AssigneeID is the user who owns the conversation (nil: unassigned); see Store.Assign.
+	AssigneeID *string `bun:"assignee_id" json:"-"`
 	// TimeZone is the contact's IANA zone for quiet hours; nil: its phone's, else the account's.
 	TimeZone *string `bun:"time_zone" json:"timeZone"`
 	// Consent is the contact's consent by channel (consent.go).

@@ -36,6 +36,8 @@ type Conversation struct {
 	NeedsHuman bool `json:"needsHuman"`
 	// Failed: an outgoing message whose delivery failed (retrying or given up).
 	Failed bool `json:"failed"`
+	// Assignee is who owns the conversation; nil: unassigned.
+	Assignee *Assignee `json:"assignee"`
 	// SenderID is the contact's first sender id on a channel ("" for contacts made through the API),
 	// which the inbox shows for a contact with no name, phone or email.
 	SenderID string `json:"-"`
@@ -49,7 +51,12 @@ type ConversationFilter struct {
 	Failed     *bool
 	// Query matches a contact's name, phone or email (case-insensitive, part of the text).
 	Query string
+	// Assignee keeps the conversations of one user (an id), or the unassigned ones (AssigneeNone).
+	Assignee string
 }
+
+// AssigneeNone is the Assignee filter of the unassigned conversations.
+const AssigneeNone = "none"
 
 // maxQueryLength bounds a search.
 const maxQueryLength = 200
@@ -79,7 +86,8 @@ func (s *Store) conversations(ctx context.Context, db bun.IDB, accountID, reader
 	var q *bun.SelectQuery
 	if f.NeedsHuman == nil || !*f.NeedsHuman {
 		if f.Failed == nil || !*f.Failed {
-			if strings.TrimSpace(f.Query) == "" {
+			// Most conversations are unassigned: walking the messages finds them fastest.
+			if strings.TrimSpace(f.Query) == "" && (f.Assignee == "" || f.Assignee == AssigneeNone) {
 				q = conversationsByMessages(db, accountID)
 			}
 		}
@@ -107,6 +115,9 @@ func (s *Store) conversations(ctx context.Context, db bun.IDB, accountID, reader
 			expr = "NOT " + expr
 		}
 		q = q.Where(expr, args...)
+	}
+	if f.Assignee == AssigneeNone {
+		q = q.Where("(SELECT ac.assignee_id FROM contacts AS ac WHERE ac.id = " + col + ") IS NULL")
 	}
 	var ids []string
 	if err := q.Scan(ctx, &ids); err != nil {
@@ -147,13 +158,30 @@ func (s *Store) conversations(ctx context.Context, db bun.IDB, accountID, reader
 		return nil, "", fmt.Errorf("conversations: %w", err)
 	}
 	byID := make(map[string]*Contact, len(contacts))
+	var assigneeIDs []string
 	for i := range contacts {
 		byID[contacts[i].ID] = &contacts[i]
+		if a := contacts[i].AssigneeID; a != nil {
+			assigneeIDs = append(assigneeIDs, *a)
+		}
+	}
+	assignees := map[string]*Assignee{}
+	if len(assigneeIDs) > 0 {
+		var users []User
+		if err := db.NewSelect().Model(&users).Column("id", "email").Where("id IN (?)", bun.In(assigneeIDs)).Scan(ctx); err != nil {
+			return nil, "", fmt.Errorf("conversations: %w", err)
+		}
+		for _, u := range users {
+			assignees[u.ID] = &Assignee{UserID: u.ID, Email: u.Email}
+		}
 	}
 	out := make([]Conversation, len(rows))
 	for i := range rows {
 		m := rows[i].Message
 		out[i] = Conversation{Contact: byID[m.ContactID], LastMessage: &m, Unread: rows[i].Unread, NeedsHuman: rows[i].NeedsHuman, Failed: rows[i].Failed, SenderID: rows[i].SenderID}
+		if c := byID[m.ContactID]; c != nil && c.AssigneeID != nil {
+			out[i].Assignee = assignees[*c.AssigneeID]
+		}
 	}
 	return out, next, nil
 }
@@ -183,6 +211,9 @@ func conversationsByContacts(db bun.IDB, accountID string, f ConversationFilter)
 	if f.Failed != nil && *f.Failed {
 		c = c.Where(`c.id IN (SELECT fm.contact_id FROM messages AS fm
 			WHERE fm.account_id = ? AND fm.direction = 'outgoing' AND fm.status = 'failed')`, accountID)
+	}
+	if f.Assignee != "" && f.Assignee != AssigneeNone {
+		c = c.Where("c.assignee_id = ?", f.Assignee)
 	}
 	if term := strings.ToLower(strings.TrimSpace(f.Query)); term != "" {
 		like := "%" + likeEscaper.Replace(term) + "%"

@@ -320,6 +320,11 @@ func TestEventsAlerts(t *testing.T) {
 
 	first := receive(t, s, id, "al-1", "a person please", person{})
 	second := receive(t, s, id, "al-2", "what?", person{})
+	// Nobody takes hand-offs, so that raising an alert publishes only the alert (an assignment made
+	// by it is contact.assigned, which TestEventsAssignment covers).
+	if _, err := s.SetAvailable(ctx, id, acc.Account.OwnerUserID, false); err != nil {
+		t.Fatal(err)
+	}
 	rec.take(id)
 
 	alert, err := s.Handoff(ctx, first, "asked for a person")
@@ -674,4 +679,33 @@ func TestEventsCampaignMessages(t *testing.T) {
 	if len(convs) != 1 || convs[0].Contact.ID != contact.ID || convs[0].LastMessage.ID != followUp.ID || convs[0].Unread {
 		t.Errorf("conversations %+v: want the lead's, read, ending with the follow-up", convs)
 	}
+}
+
+func TestEventsAssignment(t *testing.T) {
+	ctx := context.Background()
+	s, rec := eventStore(t)
+	acc := newAccount(t)
+	id := acc.Account.ID
+	m := receive(t, s, id, "as-1", "a person please", person{})
+	rec.take(id)
+	if _, err := s.Handoff(ctx, m, "asked for a person"); err != nil {
+		t.Fatal(err)
+	}
+	events := rec.take(id)
+	if len(events) != 2 || events[0].Type != models.EventAlertCreated || events[1].Type != models.EventContactAssigned {
+		t.Fatalf("hand-off events %v, want alert.created then contact.assigned", events)
+	}
+	var assigned map[string]any
+	if err := json.Unmarshal(events[1].Data, &assigned); err != nil {
+		t.Fatal(err)
+	}
+	who, _ := assigned["assignee"].(map[string]any)
+	if assigned["contactId"] != m.ContactID || who["userId"] != acc.Account.OwnerUserID || who["email"] != acc.User.Email {
+		t.Fatalf("contact.assigned %v, want the contact given to the owner %s", assigned, acc.Account.OwnerUserID)
+	}
+	if _, err := s.Assign(ctx, id, m.ContactID, nil); err != nil {
+		t.Fatal(err)
+	}
+	data := oneEvent(t, rec, id, models.EventContactAssigned, "Assign")
+	wantFields(t, data, "Assign", map[string]any{"contactId": m.ContactID, "assignee": nil})
 }

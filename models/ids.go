@@ -24,6 +24,8 @@ const (
 	prefixCredit   = "crt_"
 	prefixConsent  = "cns_"
 	prefixGoal     = "gol_"
+	prefixNote     = "not_"
+	prefixCanned   = "cnr_"
 )
 
 // maxIDLength bounds the ids we look up: anything longer cannot be ours and is answered as not found

@@ -41,7 +41,7 @@ func (s *Store) AddUser(ctx context.Context, accountID, email, role string) (*Ad
 	if err != nil {
 		return nil, err
 	}
-	u := &User{ID: newID(prefixUser), AccountID: accountID, Email: email, Role: role, PasswordHash: &hash, CreatedAt: now()}
+	u := &User{ID: newID(prefixUser), AccountID: accountID, Email: email, Role: role, PasswordHash: &hash, CreatedAt: now(), Available: true}
 	if _, err := s.db.NewInsert().Model(u).Exec(ctx); err != nil {
 		if isUniqueViolation(err) {
 			return nil, Errorf(CodeConflict, "a user with email %s already exists", email)
@@ -114,6 +114,10 @@ func (s *Store) RemoveUser(ctx context.Context, accountID, userID string) error 
 			return err
 		}
 		if _, err := tx.NewDelete().Model((*conversationRead)(nil)).Where("account_id = ? AND reader_id = ?", accountID, userID).Exec(ctx); err != nil {
+			return fmt.Errorf("remove user: %w", err)
+		}
+		// Their conversations go back to the team: unassigned, so that hand-offs find a new owner.
+		if _, err := tx.NewUpdate().Model((*Contact)(nil)).Set("assignee_id = NULL").Where("account_id = ? AND assignee_id = ?", accountID, userID).Exec(ctx); err != nil {
 			return fmt.Errorf("remove user: %w", err)
 		}
 		res, err := tx.NewDelete().Model((*User)(nil)).Where("id = ? AND account_id = ?", userID, accountID).Exec(ctx)

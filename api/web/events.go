@@ -164,7 +164,7 @@ const keepAliveEvery = 15 * time.Second
 
 // Stream answers with a Server-Sent Events stream of the account's events: "event: <type>" and
 // "data: <record JSON>" for each, a comment line every 15 s. It ends when the client goes away or the
-// server shuts down. inbox adds the events only the inbox's pages use (contact.updated). Errors:
+// server shuts down. inbox adds the events only the inbox's pages use (contact.updated, contact.assigned, note.created). Errors:
 // UNAVAILABLE when Redis does not confirm the subscription.
 func (h *Hub) Stream(c *fiber.Ctx, accountID string, inbox bool) error {
 	events, stop, err := h.listen(c.UserContext(), accountID)
@@ -197,7 +197,7 @@ func (h *Hub) Stream(c *fiber.Ctx, accountID string, inbox bool) error {
 		for {
 			select {
 			case e := <-events:
-				if !inbox && e.Type == models.EventContactUpdated {
+				if !inbox && (e.Type == models.EventContactUpdated || e.Type == models.EventContactAssigned || e.Type == models.EventNoteCreated) {
 					continue
 				}
 				if !write("event: %s\ndata: %s\n\n", e.Type, e.Data) {

@@ -1,0 +1,295 @@
+package models_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"funnelchat/models"
+)
+
+// TestHandoffsAreAssignedInTurn: hand-offs of unassigned conversations go to the available users in
+// turn, owner included, never to an unavailable one, and never take a conversation from its assignee.
+func TestHandoffsAreAssignedInTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acc := csAccount(t, "Team turns")
+	accID := acc.Account.ID
+	ann, err := env.Store.AddUser(ctx, accID, uniqueEmail("ann"), models.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := env.Store.AddUser(ctx, accID, uniqueEmail("bob"), models.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.SetAvailable(ctx, accID, bob.User.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	handoff := func(name string) (contactID string, assignee string) {
+		m := csIncoming(t, env.Store, accID, csFrom(name), "web", "a person please")
+		if _, err := env.Store.Handoff(ctx, m, "asked for a person"); err != nil {
+			t.Fatal(err)
+		}
+		c := csContact(t, accID, m.ContactID)
+		if c.AssigneeID == nil {
+			t.Fatalf("%s: hand-off left the conversation unassigned", name)
+		}
+		return m.ContactID, *c.AssigneeID
+	}
+	owner := acc.Account.OwnerUserID
+	var got []string
+	for _, name := range []string{"h1", "h2", "h3", "h4"} {
+		_, a := handoff(name)
+		got = append(got, a)
+	}
+	want := []string{owner, ann.User.ID, owner, ann.User.ID}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("assigned %v, want %v (owner, ann in turn; bob unavailable)", got, want)
+	}
+
+	// A conversation assigned by hand keeps its assignee through a hand-off, even to an unavailable user.
+	m := csIncoming(t, env.Store, accID, csFrom("kept"), "web", "hi")
+	if a, err := env.Store.Assign(ctx, accID, m.ContactID, &bob.User.ID); err != nil || a.UserID != bob.User.ID || a.Email != bob.User.Email {
+		t.Fatalf("assign by hand: %+v, %v", a, err)
+	}
+	if _, err := env.Store.Handoff(ctx, m, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if c := csContact(t, accID, m.ContactID); c.AssigneeID == nil || *c.AssigneeID != bob.User.ID {
+		t.Fatalf("hand-off changed the assignee: %v", c.AssigneeID)
+	}
+
+	// Nobody available: the conversation stays unassigned.
+	for _, id := range []string{owner, ann.User.ID} {
+		if _, err := env.Store.SetAvailable(ctx, accID, id, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m = csIncoming(t, env.Store, accID, csFrom("nobody"), "web", "hi")
+	if _, err := env.Store.Handoff(ctx, m, "nobody home"); err != nil {
+		t.Fatal(err)
+	}
+	if c := csContact(t, accID, m.ContactID); c.AssigneeID != nil {
+		t.Fatalf("assigned to %s while nobody was available", *c.AssigneeID)
+	}
+
+	// A removed member's conversations go back to the team.
+	if err := env.Store.RemoveUser(ctx, accID, bob.User.ID); err != nil {
+		t.Fatal(err)
+	}
+	if c := csContact(t, accID, csIncoming(t, env.Store, accID, csFrom("x"), "web", "x").ContactID); c.AssigneeID != nil {
+		t.Fatal("a new contact is assigned")
+	}
+}
+
+// TestHandoffsAtOnceTakeTurns: twenty hand-offs at once spread evenly over four available users.
+func TestHandoffsAtOnceTakeTurns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acc := csAccount(t, "Team rush")
+	accID := acc.Account.ID
+	for i := 0; i < 3; i++ {
+		if _, err := env.Store.AddUser(ctx, accID, uniqueEmail("rush"), models.RoleMember); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var msgs []*models.Message
+	for i := 0; i < 20; i++ {
+		msgs = append(msgs, csIncoming(t, env.Store, accID, csFrom("rush"), "web", "help"))
+	}
+	var wg sync.WaitGroup
+	for _, m := range msgs {
+		wg.Add(1)
+		go func(m *models.Message) {
+			defer wg.Done()
+			if _, err := env.Store.Handoff(ctx, m, "help"); err != nil {
+				t.Error(err)
+			}
+		}(m)
+	}
+	wg.Wait()
+	per := map[string]int{}
+	for _, m := range msgs {
+		c := csContact(t, accID, m.ContactID)
+		if c.AssigneeID == nil {
+			t.Fatalf("contact %s unassigned", c.ID)
+		}
+		per[*c.AssigneeID]++
+	}
+	if len(per) != 4 {
+		t.Fatalf("hand-offs went to %d users, want 4: %v", len(per), per)
+	}
+	for id, n := range per {
+		if n != 5 {
+			t.Fatalf("user %s got %d of 20 hand-offs, want 5 each: %v", id, n, per)
+		}
+	}
+}
+
+func TestAssignRefusesOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Assign A").Account.ID
+	other := csAccount(t, "Assign B")
+	mine := csIncoming(t, env.Store, accID, csFrom("as"), "web", "hi").ContactID
+	theirs := csIncoming(t, env.Store, other.Account.ID, csFrom("as"), "web", "hi").ContactID
+	unknown := "usr_unknown"
+	if _, err := env.Store.Assign(ctx, accID, mine, &other.Account.OwnerUserID); models.ErrorCode(err) != models.CodeValidation {
+		t.Errorf("another account's user: %v", err)
+	}
+	if _, err := env.Store.Assign(ctx, accID, mine, &unknown); models.ErrorCode(err) != models.CodeValidation {
+		t.Errorf("an unknown user: %v", err)
+	}
+	me := csAccountOwner(t, accID)
+	if _, err := env.Store.Assign(ctx, accID, theirs, &me); models.ErrorCode(err) != models.CodeNotFound {
+		t.Errorf("another account's contact: %v", err)
+	}
+	if c := csContact(t, other.Account.ID, theirs); c.AssigneeID != nil {
+		t.Fatal("another account's contact was assigned")
+	}
+	if a, err := env.Store.Assign(ctx, accID, mine, &me); err != nil || a == nil {
+		t.Fatal(err)
+	}
+	if a, err := env.Store.Assign(ctx, accID, mine, nil); err != nil || a != nil {
+		t.Fatalf("unassign: %+v, %v", a, err)
+	}
+	if _, err := env.Store.SetAvailable(ctx, accID, other.Account.OwnerUserID, false); models.ErrorCode(err) != models.CodeNotFound {
+		t.Errorf("availability of another account's user: %v", err)
+	}
+}
+
+func csAccountOwner(t testing.TB, accountID string) string {
+	t.Helper()
+	members, err := env.Store.TeamMembers(context.Background(), accountID)
+	if err != nil || len(members) == 0 {
+		t.Fatalf("team: %v", err)
+	}
+	return members[0].ID
+}
+
+func TestConversationsFilterByAssignee(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Assignee filter").Account.ID
+	me := csAccountOwner(t, accID)
+	a := csIncoming(t, env.Store, accID, csFrom("fa"), "web", "hi").ContactID
+	b := csIncoming(t, env.Store, accID, csFrom("fb"), "web", "hi").ContactID
+	if _, err := env.Store.Assign(ctx, accID, a, &me); err != nil {
+		t.Fatal(err)
+	}
+	list := func(f models.ConversationFilter) []string {
+		convs, _, err := env.Store.Conversations(ctx, accID, models.ReaderAPI, f, models.Page{Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range convs {
+			ids = append(ids, c.Contact.ID)
+			if c.Contact.ID == a && (c.Assignee == nil || c.Assignee.UserID != me) {
+				t.Errorf("conversation %s carries assignee %+v", a, c.Assignee)
+			}
+			if c.Contact.ID == b && c.Assignee != nil {
+				t.Errorf("conversation %s carries assignee %+v", b, c.Assignee)
+			}
+		}
+		return ids
+	}
+	yes := true
+	for _, tc := range []struct {
+		f    models.ConversationFilter
+		want string
+	}{
+		{models.ConversationFilter{}, b + "," + a},
+		{models.ConversationFilter{Assignee: me}, a},
+		{models.ConversationFilter{Assignee: models.AssigneeNone}, b},
+		{models.ConversationFilter{Assignee: models.AssigneeNone, Unread: &yes}, b},
+		{models.ConversationFilter{Assignee: "usr_nobody"}, ""},
+	} {
+		if got := strings.Join(list(tc.f), ","); got != tc.want {
+			t.Errorf("filter %+v: %s, want %s", tc.f, got, tc.want)
+		}
+	}
+}
+
+func TestNotesAndCannedReplies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Notes").Account.ID
+	otherID := csAccount(t, "Notes B").Account.ID
+	me := csAccountOwner(t, accID)
+	contactID := csIncoming(t, env.Store, accID, csFrom("n"), "web", "hi").ContactID
+	for _, body := range []string{"", "   \n", strings.Repeat("x", 4001), "bad\x00"} {
+		if _, err := env.Store.AddNote(ctx, accID, contactID, me, body); models.ErrorCode(err) != models.CodeValidation {
+			t.Errorf("note %q: %v", body[:min(len(body), 10)], err)
+		}
+	}
+	if _, err := env.Store.AddNote(ctx, otherID, contactID, me, "hi"); models.ErrorCode(err) != models.CodeNotFound {
+		t.Errorf("note on another account's contact: %v", err)
+	}
+	n, err := env.Store.AddNote(ctx, accID, contactID, me, " <script>alert(1)</script> call back Tuesday ")
+	if err != nil || n.Body != "<script>alert(1)</script> call back Tuesday" || n.Author == nil || n.Author.UserID != me {
+		t.Fatalf("note: %+v, %v", n, err)
+	}
+	if _, err := env.Store.AddNote(ctx, accID, contactID, me, strings.Repeat("é", 4000)); err != nil {
+		t.Fatalf("a 4,000-character note: %v", err)
+	}
+	notes, err := env.Store.Notes(ctx, accID, contactID)
+	if err != nil || len(notes) != 2 || notes[0].ID != n.ID || notes[0].Author.Email == "" {
+		t.Fatalf("notes: %+v, %v", notes, err)
+	}
+	// Notes are not messages: the conversation and the bot's history do not hold them.
+	msgs, err := env.Store.RecentConversation(ctx, contactID, 20)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("conversation holds %d messages, want the 1 incoming: %v", len(msgs), err)
+	}
+
+	r, err := env.Store.SaveCannedReply(ctx, accID, "", "/hours", "Hi {{firstName}}, we open at 9.")
+	if err != nil || r.Shortcut != "hours" {
+		t.Fatalf("canned reply: %+v, %v", r, err)
+	}
+	if _, err := env.Store.SaveCannedReply(ctx, accID, "", "HOURS", "dup"); models.ErrorCode(err) != models.CodeConflict {
+		t.Errorf("duplicate shortcut in another case: %v", err)
+	}
+	if _, err := env.Store.SaveCannedReply(ctx, otherID, "", "hours", "theirs"); err != nil {
+		t.Errorf("the same shortcut in another account: %v", err)
+	}
+	for _, tc := range []struct{ shortcut, body string }{
+		{"", "x"}, {"two words", "x"}, {strings.Repeat("s", 33), "x"}, {"a/b", "x"}, {"ok", ""}, {"ok", " "}, {"ok", strings.Repeat("b", 4001)},
+	} {
+		if _, err := env.Store.SaveCannedReply(ctx, accID, "", tc.shortcut, tc.body); models.ErrorCode(err) != models.CodeValidation {
+			t.Errorf("shortcut %q body %d chars: %v", tc.shortcut, len(tc.body), err)
+		}
+	}
+	second, err := env.Store.SaveCannedReply(ctx, accID, "", "price", "It costs $10.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.SaveCannedReply(ctx, accID, second.ID, "Hours", "x"); models.ErrorCode(err) != models.CodeConflict {
+		t.Errorf("renaming onto a taken shortcut: %v", err)
+	}
+	updated, err := env.Store.SaveCannedReply(ctx, accID, r.ID, "opening-hours", "We open at {{firstName}} 9.")
+	if err != nil || updated.Shortcut != "opening-hours" || !updated.CreatedAt.Equal(r.CreatedAt) {
+		t.Fatalf("update: %+v, %v", updated, err)
+	}
+	if _, err := env.Store.SaveCannedReply(ctx, otherID, r.ID, "x", "y"); models.ErrorCode(err) != models.CodeNotFound {
+		t.Errorf("updating another account's reply: %v", err)
+	}
+	if err := env.Store.DeleteCannedReply(ctx, otherID, r.ID); models.ErrorCode(err) != models.CodeNotFound {
+		t.Errorf("deleting another account's reply: %v", err)
+	}
+	list, err := env.Store.CannedReplies(ctx, accID)
+	if err != nil || len(list) != 2 || list[0].Shortcut != "opening-hours" || list[1].Shortcut != "price" {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	if got := models.FillCannedReply(&list[0], &models.Contact{}); got != "We open at 9." {
+		t.Errorf("filled without a name: %q", got)
+	}
+	if err := env.Store.DeleteCannedReply(ctx, accID, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := env.Store.CannedReplies(ctx, accID); len(list) != 1 {
+		t.Fatalf("after delete: %+v", list)
+	}
+}
