@@ -220,6 +220,8 @@ var inboxFuncs = template.FuncMap{
 		return m.MediaContentType != nil && embeddedImage(m) && previewable[*m.MediaContentType]
 	},
 	"isEmbedded": embeddedImage,
+	// thousands writes a count with thousands separators (campaign.go).
+	"thousands": thousands,
 }
 
 // sectionRef is a view and the id of one of its page's sections.

@@ -179,6 +179,8 @@ type conversationView struct {
 	OptedOut *consentRow
 	// ConsentChannels are the channels the form to record consent offers, besides all channels.
 	ConsentChannels []string
+	// Goals are the contact's goals and the Goal reached button's (goal.go).
+	Goals goalsView
 }
 
 // conversationPage: GET /inbox/conversations/{contactId} shows the conversation and marks it read for
@@ -204,6 +206,9 @@ func (h *Handler) conversationPage(c *fiber.Ctx) error {
 	v := conversationView{ConversationView: conv, Name: inboxFuncs["contactName"].(func(*models.Contact, string) string)(conv.Contact, conv.SenderID),
 		BotOn: !conv.Contact.BotPaused, Path: "/inbox/conversations/" + url.PathEscape(conv.Contact.ID), Cursor: before}
 	if err := h.withConsent(c, &v); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	if err := h.withGoals(c, &v); err != nil {
 		return h.inboxFailure(c, err)
 	}
 	return h.render(c, fiber.StatusOK, "conversation", h.view(c, v.Name, "conversations", v))

@@ -113,9 +113,9 @@
     if (stick) toBottom();
   });
 
-  // The page's other live parts (the conversation's consent and reply box), each replaced only when
-  // the server renders it differently; a reply being written is kept when the new part has the reply
-  // box too.
+  // The page's other live parts (the conversation's consent, goals and reply box), each replaced only
+  // when the server renders it differently; a reply being written is kept when the new part has the
+  // reply box too.
   var refreshParts = refresher('parts', function (next, stick) {
     var changed = false;
     next.content.querySelectorAll('[data-live-part]').forEach(function (part) {
@@ -154,6 +154,13 @@
     var data = null;
     try { data = JSON.parse(e.data); } catch (err) { return; }
     if (hasParts && data && data.id === contact) refreshParts();
+  });
+  // A goal recorded for the contact ({"contactId", ...}: the bot's, the API's, another tab's) changes
+  // the conversation's Goal section.
+  source.addEventListener('goal.reached', function (e) {
+    var data = null;
+    try { data = JSON.parse(e.data); } catch (err) { return; }
+    if (hasParts && data && data.contactId === contact) refreshParts();
   });
   // Events stored before the stream opened were missed: those between the server rendering the page
   // and the first opening (a reply's delivery often ends in that time), and those of a lost
