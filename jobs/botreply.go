@@ -116,6 +116,12 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 			return err
 		}
 		h.Log.InfoContext(ctx, "handoff to a human", "message_id", in.ID, "account_id", in.AccountID, "alert_id", alert.ID)
+		if alert.HandoffReply != nil {
+			// The customer hears that a person is coming; the sweep delivers it if this enqueue is lost.
+			if err := h.Queue.Deliver(ctx, alert.HandoffReply.ID, alert.HandoffReply.DeliveryRound); err != nil {
+				return err
+			}
+		}
 		return h.sendAlert(ctx, alert)
 	}
 	var campaignID *string

@@ -68,6 +68,14 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 			return err
 		}
 	}
+	for _, id := range due.Escalations {
+		if err := h.Queue.AlertEscalation(ctx, id); err != nil {
+			return err
+		}
+	}
+	if err := h.escalateAndResume(ctx); err != nil {
+		return err
+	}
 	// Expired inbox sessions are refused already; this only keeps the table small.
 	if n, err := h.Store.DeleteExpiredSessions(ctx); err != nil {
 		h.Log.WarnContext(ctx, "sweep: expired sessions not deleted", "error", err.Error())
@@ -76,6 +84,29 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 	}
 	if n := len(due.BotReplies) + len(due.Deliveries) + len(due.Alerts) + len(due.Openings) + len(due.FollowUps); n > 0 {
 		h.Log.InfoContext(ctx, "sweep: owed work found; enqueued where no task held it", "bot_replies", len(due.BotReplies), "deliveries", len(due.Deliveries), "alerts", len(due.Alerts))
+	}
+	return nil
+}
+
+// escalateAndResume escalates the alerts that waited too long for a team reply (their webhook call is
+// enqueued at once) and resumes the bots the team left paused too long (README, "The inbox").
+func (h *Handler) escalateAndResume(ctx context.Context) error {
+	escalated, err := h.Store.EscalateAlerts(ctx, time.Now(), sweepBatch)
+	if err != nil {
+		return err
+	}
+	for _, a := range escalated {
+		h.Log.InfoContext(ctx, "alert escalated", "alert_id", a.ID, "account_id", a.AccountID, "contact_id", a.ContactID)
+		if err := h.Queue.AlertEscalation(ctx, a.ID); err != nil {
+			return err
+		}
+	}
+	resumed, err := h.Store.ResumeIdleBots(ctx, time.Now(), sweepBatch)
+	if err != nil {
+		return err
+	}
+	if len(resumed) > 0 {
+		h.Log.InfoContext(ctx, "bots resumed after the team's silence", "contacts", len(resumed))
 	}
 	return nil
 }

@@ -42,6 +42,8 @@ type DeliverPayload struct {
 // AlertPayload names an alert to send to the alert webhook.
 type AlertPayload struct {
 	AlertID string `json:"alertId"`
+	// Escalated: the call that says the alert waited too long (its second call, see EscalateAlerts).
+	Escalated bool `json:"escalated,omitempty"`
 }
 
 // WebhookTestPayload asks the worker to send a signed test event and push the outcome to ResultKey.
@@ -138,6 +140,12 @@ func (q *Queue) Deliver(ctx context.Context, messageID string, round int) error 
 func (q *Queue) Alert(ctx context.Context, alertID string) error {
 	return q.enqueue(ctx, TypeAlertDeliver, AlertPayload{AlertID: alertID},
 		asynq.TaskID("alert:"+alertID), asynq.Queue(QueueLow), asynq.MaxRetry(len(q.cfg.WebhookRetrySchedule)))
+}
+
+// AlertEscalation enqueues the alert webhook's call for an escalated alert.
+func (q *Queue) AlertEscalation(ctx context.Context, alertID string) error {
+	return q.enqueue(ctx, TypeAlertDeliver, AlertPayload{AlertID: alertID, Escalated: true},
+		asynq.TaskID("alert-escalated:"+alertID), asynq.Queue(QueueLow), asynq.MaxRetry(len(q.cfg.WebhookRetrySchedule)))
 }
 
 // WebhookTest enqueues a test delivery; the worker pushes its outcome to resultKey in Redis.

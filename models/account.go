@@ -56,6 +56,12 @@ type Account struct {
 	// default:true makes an insert of the zero value take the column's default, so a new account's
 	// bot is on.
 	BotActive bool `bun:"bot_active,default:true"`
+	// Hand-offs (see BotSettings): the message the bot sends when it hands over (nil: the default,
+	// "": none), the minutes after which an unanswered alert is escalated (0: never; default:15 as
+	// BotActive's default), the minutes of team silence after which a paused bot resumes (nil: never).
+	HandoffMessage           *string `bun:"handoff_message"`
+	HandoffEscalationMinutes int     `bun:"handoff_escalation_minutes,default:15"`
+	BotResumeMinutes         *int    `bun:"bot_resume_minutes"`
 }
 
 // Credits returns the account's credit balance in credits.

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -25,6 +26,13 @@ type Alert struct {
 	// ResolvedBy is who resolved it: a user id, or "api".
 	ResolvedBy *string `bun:"resolved_by" json:"-"`
 
+	// EscalatedAt is when the alert waited handoffEscalationMinutes without a team reply (see
+	// EscalateAlerts); nil until then.
+	EscalatedAt             *time.Time `bun:"escalated_at" json:"-"` //TEMPJSON escalatedAt
+	EscalationWebhookStatus *string    `bun:"escalation_webhook_status" json:"-"`
+
+	// HandoffReply is the account's hand-off message written by Handoff, to deliver (nil: none).
+	HandoffReply *Message `bun:"-" json:"-"`
 	// assigned is who raising it gave the unassigned conversation to (see assignInTurn).
 	assigned *Assignee
 }
@@ -37,8 +45,11 @@ const (
 	AlertWebhookFailed  = "failed"
 )
 
-// Handoff hands a conversation to the team: it raises an alert, pauses the bot for the contact and marks
-// the incoming message as handed off, in one transaction.
+// Handoff hands a conversation to the team: it raises an alert, pauses the bot for the contact, marks
+// the incoming message as handed off and writes the account's hand-off message to the contact (the
+// alert's HandoffReply, for the caller to deliver; none when the account has none or the door
+// refuses it), in one transaction. The message answers the incoming message, so one hand-off writes
+// it once however often the bot's task runs.
 func (s *Store) Handoff(ctx context.Context, incoming *Message, reason string) (*Alert, error) {
 	var alert *Alert
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -49,13 +60,54 @@ func (s *Store) Handoff(ctx context.Context, incoming *Message, reason string) (
 		if err := setBotPaused(ctx, tx, incoming.ContactID, true); err != nil {
 			return err
 		}
-		return setBotStatus(ctx, tx, incoming.ID, BotHandoff)
+		if err := setBotStatus(ctx, tx, incoming.ID, BotHandoff); err != nil {
+			return err
+		}
+		alert.HandoffReply, err = s.writeHandoffMessage(ctx, tx, incoming)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("handoff: %w", err)
 	}
 	s.emitAlert(ctx, alert)
+	if alert.HandoffReply != nil {
+		s.emit(ctx, alert.AccountID, EventMessageCreated, alert.HandoffReply)
+	}
 	return alert, nil
+}
+
+// writeHandoffMessage writes the account's hand-off message in answer to incoming, where it came from,
+// if the door lets it go; nil when there is nothing to send.
+func (s *Store) writeHandoffMessage(ctx context.Context, tx bun.Tx, incoming *Message) (*Message, error) {
+	var text sql.NullString
+	if err := tx.NewSelect().Model((*Account)(nil)).Column("handoff_message").Where("id = ?", incoming.AccountID).Scan(ctx, &text); err != nil {
+		return nil, err
+	}
+	body := DefaultHandoffMessage
+	if text.Valid {
+		body = text.String
+	}
+	if body == "" {
+		return nil, nil
+	}
+	reply := &Message{
+		ID: newID(prefixMessage), AccountID: incoming.AccountID, ContactID: incoming.ContactID, CampaignID: copyOf(incoming.CampaignID),
+		Direction: DirectionOutgoing, Channel: incoming.Channel, Transport: incoming.Transport, MessageType: MessageTypeText,
+		Body: body, ToID: incoming.FromID, Author: AuthorBot, Status: StatusPending, ReplyToID: &incoming.ID, CreatedAt: now(),
+	}
+	d, err := s.decide(ctx, tx, Outgoing{Purpose: PurposeBotReply, AccountID: incoming.AccountID, ContactID: incoming.ContactID,
+		RepliesTo: incoming, Route: Route{Channel: reply.Channel, Transport: reply.Transport, ToID: reply.ToID}})
+	if err != nil || !d.Allowed() {
+		return nil, err
+	}
+	res, err := tx.NewInsert().Model(reply).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, nil // the bot answered this message already
+	}
+	return reply, nil
 }
 
 // BotFailed records that the bot could not answer an incoming message and raises an alert, so the

@@ -17,19 +17,44 @@ type BotSettings struct {
 	Instructions string `json:"instructions"`
 	Goal         string `json:"goal"`
 	Language     string `json:"language"`
+	// HandoffMessage is what the bot sends the contact when it hands over ("": nothing);
+	// HandoffEscalationMinutes how long an alert may wait for a team reply before it is escalated
+	// (0: never); BotResumeMinutes how long the bot stays paused without a team reply (nil: until
+	// resumed by hand).
+	HandoffMessage           string `json:"-"` //TEMPJSON handoffMessage
+	HandoffEscalationMinutes int    `json:"-"` //TEMPJSON handoffEscalationMinutes
+	BotResumeMinutes         *int   `json:"-"` //TEMPJSON botResumeMinutes
 }
 
-// BotSettingsInput is a partial update: nil fields are left as they are.
+// DefaultHandoffMessage is what the bot says when it hands over, unless the account says otherwise.
+const DefaultHandoffMessage = "Thanks! A member of our team will get back to you here shortly."
+
+// Hand-off setting limits.
+const (
+	maxHandoffMessage = 1000
+	maxHandoffMinutes = 10080 // a week
+)
+
+// BotSettingsInput is a partial update: nil fields are left as they are. SetBotResume says that
+// BotResumeMinutes was given (nil then means never).
 type BotSettingsInput struct {
-	Active       *bool
-	Instructions *string
-	Goal         *string
-	Language     *string
+	Active                   *bool
+	Instructions             *string
+	Goal                     *string
+	Language                 *string
+	HandoffMessage           *string
+	HandoffEscalationMinutes *int
+	SetBotResume             bool
+	BotResumeMinutes         *int
 }
 
 func botSettingsOf(acc *Account) *BotSettings {
-	return &BotSettings{Active: acc.BotActive, Instructions: acc.BotInstructions, Goal: acc.BotGoal, Language: acc.BotLanguage}
+	return &BotSettings{Active: acc.BotActive, Instructions: acc.BotInstructions, Goal: acc.BotGoal, Language: acc.BotLanguage,
+		HandoffMessage: acc.HandoffText(), HandoffEscalationMinutes: acc.HandoffEscalationMinutes, BotResumeMinutes: acc.BotResumeMinutes}
 }
+
+// HandoffText is the message the bot sends when it hands the conversation over ("": none).
+func (a *Account) HandoffText() string { return derefOr(a.HandoffMessage, DefaultHandoffMessage) }
 
 // BotSettings returns the account's bot settings. Errors: NOT_FOUND.
 func (s *Store) BotSettings(ctx context.Context, accountID string) (*BotSettings, error) {
@@ -77,6 +102,28 @@ func (s *Store) UpdateBotSettings(ctx context.Context, accountID string, in BotS
 			return nil, Errorf(CodeValidation, "language must be a BCP 47 tag such as en or pt-BR")
 		}
 		q = q.Set("bot_language = ?", tag.String())
+		set = true
+	}
+	if in.HandoffMessage != nil {
+		v := strings.TrimSpace(*in.HandoffMessage)
+		if err := checkTexts(textField{"handoffMessage", v, maxHandoffMessage}); err != nil {
+			return nil, err
+		}
+		q = q.Set("handoff_message = ?", v)
+		set = true
+	}
+	if in.HandoffEscalationMinutes != nil {
+		if v := *in.HandoffEscalationMinutes; v < 0 || v > maxHandoffMinutes {
+			return nil, Errorf(CodeValidation, "handoffEscalationMinutes must be from 0 (never) to %d", maxHandoffMinutes)
+		}
+		q = q.Set("handoff_escalation_minutes = ?", *in.HandoffEscalationMinutes)
+		set = true
+	}
+	if in.SetBotResume {
+		if v := in.BotResumeMinutes; v != nil && (*v < 1 || *v > maxHandoffMinutes) {
+			return nil, Errorf(CodeValidation, "botResumeMinutes must be null (never) or from 1 to %d", maxHandoffMinutes)
+		}
+		q = q.Set("bot_resume_minutes = ?", in.BotResumeMinutes)
 		set = true
 	}
 	if set {

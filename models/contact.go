@@ -29,6 +29,8 @@ type Contact struct {
 	ConversationCampaignID *string `bun:"conversation_campaign_id" json:"-"`
 	// AssigneeID is the user who owns the conversation (nil: unassigned); see Store.Assign.
 	AssigneeID *string `bun:"assignee_id" json:"-"`
+	// BotPausedAt is when the bot was last paused for the contact (see ResumeIdleBots).
+	BotPausedAt *time.Time `bun:"bot_paused_at" json:"-"`
 	// TimeZone is the contact's IANA zone for quiet hours; nil: its phone's, else the account's.
 	TimeZone *string `bun:"time_zone" json:"timeZone"`
 	// Consent is the contact's consent by channel (consent.go).

@@ -325,6 +325,7 @@ func TestEventsAlerts(t *testing.T) {
 	if _, err := s.SetAvailable(ctx, id, acc.Account.OwnerUserID, false); err != nil {
 		t.Fatal(err)
 	}
+	noHandoffMessage(t, s, id)
 	rec.take(id)
 
 	alert, err := s.Handoff(ctx, first, "asked for a person")
@@ -687,6 +688,7 @@ func TestEventsAssignment(t *testing.T) {
 	acc := newAccount(t)
 	id := acc.Account.ID
 	m := receive(t, s, id, "as-1", "a person please", person{})
+	noHandoffMessage(t, s, id)
 	rec.take(id)
 	if _, err := s.Handoff(ctx, m, "asked for a person"); err != nil {
 		t.Fatal(err)
@@ -708,4 +710,13 @@ func TestEventsAssignment(t *testing.T) {
 	}
 	data := oneEvent(t, rec, id, models.EventContactAssigned, "Assign")
 	wantFields(t, data, "Assign", map[string]any{"contactId": m.ContactID, "assignee": nil})
+}
+
+// noHandoffMessage turns the account's hand-off message off, so that a hand-off writes no message.
+func noHandoffMessage(t testing.TB, s *models.Store, accountID string) {
+	t.Helper()
+	none := ""
+	if _, err := s.UpdateBotSettings(context.Background(), accountID, models.BotSettingsInput{HandoffMessage: &none}); err != nil {
+		t.Fatal(err)
+	}
 }

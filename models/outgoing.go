@@ -188,7 +188,12 @@ type botState struct {
 }
 
 func setBotPaused(ctx context.Context, db bun.IDB, contactID string, paused bool) error {
-	_, err := db.NewUpdate().Model((*Contact)(nil)).Set("bot_paused = ?", paused).Set("updated_at = ?", now()).Where("id = ?", contactID).Exec(ctx)
+	at := now()
+	q := db.NewUpdate().Model((*Contact)(nil)).Set("bot_paused = ?", paused).Set("updated_at = ?", at).Where("id = ?", contactID)
+	if paused {
+		q = q.Set("bot_paused_at = ?", at) // every pause and every team reply restarts botResumeMinutes
+	}
+	_, err := q.Exec(ctx)
 	return err
 }
 

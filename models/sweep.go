@@ -22,8 +22,10 @@ type DueWorkList struct {
 	BotReplies []string
 	Deliveries []DueDelivery
 	Alerts     []string
-	Openings   []DueSend
-	FollowUps  []DueFollowUp
+	// Escalations are escalated alerts whose webhook call is owed.
+	Escalations []string
+	Openings    []DueSend
+	FollowUps   []DueFollowUp
 	// Unsettled are openings whose delivery ended but whose send does not say so yet (a worker died
 	// between recording the delivery and settling the send).
 	Unsettled []UnsettledOpening
@@ -67,6 +69,12 @@ func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueW
 		Order("created_at").Limit(int64(limit)).Scan(ctx, &due.Alerts)
 	if err != nil {
 		return nil, fmt.Errorf("due alerts: %w", err)
+	}
+	err = s.db.NewSelect().Model((*Alert)(nil)).Column("id").
+		Where("escalation_webhook_status = ? AND escalated_at < ?", AlertWebhookPending, cutoff).
+		Order("escalated_at").Limit(int64(limit)).Scan(ctx, &due.Escalations)
+	if err != nil {
+		return nil, fmt.Errorf("due escalations: %w", err)
 	}
 	err = s.db.NewSelect().Model((*CampaignSend)(nil)).Column("id", "due_at").
 		Where("status IN (?) AND due_at < ?", bun.In([]string{SendQueued, SendDeferred}), cutoff).

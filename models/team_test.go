@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"funnelchat/models"
 )
@@ -292,4 +293,181 @@ func TestNotesAndCannedReplies(t *testing.T) {
 	if list, _ := env.Store.CannedReplies(ctx, accID); len(list) != 1 {
 		t.Fatalf("after delete: %+v", list)
 	}
+}
+
+// TestHandoffMessageOncePerHandoff: the bot's hand-off writes the account's message once, in answer
+// to the message handed off, where it came from; an account without one writes nothing.
+func TestHandoffMessageOncePerHandoff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Handoff msg").Account.ID
+	m := csIncoming(t, env.Store, accID, csFrom("hm"), "web", "a person please")
+	a, err := env.Store.Handoff(ctx, m, "asked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := a.HandoffReply
+	if r == nil || r.Body != models.DefaultHandoffMessage || r.ReplyToID == nil || *r.ReplyToID != m.ID || r.ToID != m.FromID ||
+		r.Channel != "web" || r.Author != models.AuthorBot || r.Status != models.StatusPending {
+		t.Fatalf("hand-off message %+v", r)
+	}
+	// The same hand-off again (a retried task) writes no second message.
+	again, err := env.Store.Handoff(ctx, m, "asked")
+	if err != nil || again.HandoffReply != nil {
+		t.Fatalf("second hand-off of one message wrote %+v, %v", again.HandoffReply, err)
+	}
+	custom, none := "  One moment, Ana will answer.  ", ""
+	if _, err := env.Store.UpdateBotSettings(ctx, accID, models.BotSettingsInput{HandoffMessage: &custom}); err != nil {
+		t.Fatal(err)
+	}
+	m2 := csIncoming(t, env.Store, accID, m.FromID, "web", "hello?")
+	if a, err := env.Store.Handoff(ctx, m2, "asked"); err != nil || a.HandoffReply == nil || a.HandoffReply.Body != "One moment, Ana will answer." {
+		t.Fatalf("custom hand-off message: %+v, %v", a, err)
+	}
+	if _, err := env.Store.UpdateBotSettings(ctx, accID, models.BotSettingsInput{HandoffMessage: &none}); err != nil {
+		t.Fatal(err)
+	}
+	m3 := csIncoming(t, env.Store, accID, m.FromID, "web", "anyone?")
+	if a, err := env.Store.Handoff(ctx, m3, "asked"); err != nil || a.HandoffReply != nil {
+		t.Fatalf("hand-off with no message wrote %+v, %v", a.HandoffReply, err)
+	}
+	// An opted-out contact is told nothing.
+	out := csIncoming(t, env.Store, accID, csFrom("hm-out"), "web", "hi")
+	if _, err := env.Store.SetConsent(ctx, accID, out.ContactID, models.ConsentInput{Channel: models.ConsentAllChannels, Status: models.ConsentOptedOut, Source: "api", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.UpdateBotSettings(ctx, accID, models.BotSettingsInput{HandoffMessage: &custom}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := env.Store.Handoff(ctx, out, "asked"); err != nil || a.HandoffReply != nil {
+		t.Fatalf("hand-off message to an opted-out contact: %+v, %v", a.HandoffReply, err)
+	}
+}
+
+func TestHandoffSettingsValidation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Handoff rules").Account.ID
+	long, neg, big, zero, week := strings.Repeat("m", 1001), -1, 10081, 0, 10080
+	for _, in := range []models.BotSettingsInput{
+		{HandoffMessage: &long},
+		{HandoffEscalationMinutes: &neg}, {HandoffEscalationMinutes: &big},
+		{SetBotResume: true, BotResumeMinutes: &zero}, {SetBotResume: true, BotResumeMinutes: &big},
+	} {
+		if _, err := env.Store.UpdateBotSettings(ctx, accID, in); models.ErrorCode(err) != models.CodeValidation {
+			t.Errorf("%+v: %v", in, err)
+		}
+	}
+	got, err := env.Store.BotSettings(ctx, accID)
+	if err != nil || got.HandoffMessage != models.DefaultHandoffMessage || got.HandoffEscalationMinutes != 15 || got.BotResumeMinutes != nil {
+		t.Fatalf("defaults: %+v, %v", got, err)
+	}
+	got, err = env.Store.UpdateBotSettings(ctx, accID, models.BotSettingsInput{HandoffEscalationMinutes: &zero, SetBotResume: true, BotResumeMinutes: &week})
+	if err != nil || got.HandoffEscalationMinutes != 0 || got.BotResumeMinutes == nil || *got.BotResumeMinutes != week {
+		t.Fatalf("update: %+v, %v", got, err)
+	}
+	got, err = env.Store.UpdateBotSettings(ctx, accID, models.BotSettingsInput{SetBotResume: true})
+	if err != nil || got.BotResumeMinutes != nil {
+		t.Fatalf("botResumeMinutes back to never: %+v, %v", got, err)
+	}
+}
+
+// TestEscalationAndResume: an alert without a team reply is escalated once after the account's
+// minutes (never with 0, never after a team reply); a paused bot resumes after botResumeMinutes of
+// team silence, a team reply restarting the count.
+func TestEscalationAndResume(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Escalation").Account.ID
+	five, ten := 5, 10
+	if _, err := env.Store.UpdateBotSettings(ctx, accID, models.BotSettingsInput{HandoffEscalationMinutes: &five, SetBotResume: true, BotResumeMinutes: &ten}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := csIncoming(t, env.Store, accID, csFrom("esc"), "web", "help")
+	answered := csIncoming(t, env.Store, accID, csFrom("esc-ok"), "web", "help")
+	a1, err := env.Store.Handoff(ctx, waiting, "help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := env.Store.Handoff(ctx, answered, "help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.HumanReply(ctx, accID, answered.ContactID, "I'm here", ""); err != nil {
+		t.Fatal(err)
+	}
+	mine := func(alerts []models.Alert) []string {
+		var ids []string
+		for _, a := range alerts {
+			if a.AccountID == accID {
+				ids = append(ids, a.ID)
+			}
+		}
+		return ids
+	}
+	// Four minutes on: nothing yet. Six: the unanswered one, once.
+	if got := mine(mustEscalate(t, time.Now().Add(4*time.Minute))); len(got) != 0 {
+		t.Fatalf("escalated after 4 of 5 minutes: %v", got)
+	}
+	got := mustEscalate(t, time.Now().Add(6*time.Minute))
+	if ids := mine(got); len(ids) != 1 || ids[0] != a1.ID {
+		t.Fatalf("escalated %v, want only %s (%s had a team reply)", ids, a1.ID, a2.ID)
+	}
+	for _, a := range got {
+		if a.ID == a1.ID && (a.EscalatedAt == nil || a.EscalationWebhookStatus == nil || *a.EscalationWebhookStatus != models.AlertWebhookPending) {
+			t.Fatalf("escalated alert %+v", a)
+		}
+	}
+	if again := mine(mustEscalate(t, time.Now().Add(60*time.Minute))); len(again) != 0 {
+		t.Fatalf("escalated twice: %v", again)
+	}
+
+	// Resume: the hand-off paused the bot for both; the team's reply to one restarted its count.
+	resumed := func(at time.Time) []string {
+		ids, err := env.Store.ResumeIdleBots(ctx, at, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, id := range ids {
+			if id == waiting.ContactID || id == answered.ContactID {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	if ids := resumed(time.Now().Add(9 * time.Minute)); len(ids) != 0 {
+		t.Fatalf("resumed after 9 of 10 minutes: %v", ids)
+	}
+	if ids := resumed(time.Now().Add(11 * time.Minute)); len(ids) != 2 {
+		t.Fatalf("resumed %v after 11 minutes, want both", ids)
+	}
+	if c := csContact(t, accID, waiting.ContactID); c.BotPaused {
+		t.Fatal("bot still paused")
+	}
+
+	// Without botResumeMinutes the bot stays paused; with 0 escalation minutes nothing escalates.
+	zero := 0
+	if _, err := env.Store.UpdateBotSettings(ctx, accID, models.BotSettingsInput{HandoffEscalationMinutes: &zero, SetBotResume: true}); err != nil {
+		t.Fatal(err)
+	}
+	later := csIncoming(t, env.Store, accID, csFrom("esc-never"), "web", "help")
+	if _, err := env.Store.Handoff(ctx, later, "help"); err != nil {
+		t.Fatal(err)
+	}
+	if ids := mine(mustEscalate(t, time.Now().Add(24*time.Hour))); len(ids) != 0 {
+		t.Fatalf("escalated with escalation off: %v", ids)
+	}
+	if ids := resumed(time.Now().Add(24 * time.Hour)); len(ids) != 0 {
+		t.Fatalf("resumed with botResumeMinutes never: %v", ids)
+	}
+}
+
+func mustEscalate(t testing.TB, at time.Time) []models.Alert {
+	t.Helper()
+	out, err := env.Store.EscalateAlerts(context.Background(), at, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -47,3 +47,40 @@ CREATE TABLE canned_replies (
 --bun:split
 
 CREATE UNIQUE INDEX canned_replies_shortcut_key ON canned_replies (account_id, lower(shortcut));
+
+--bun:split
+
+-- Hand-offs that are not forgotten: the message the bot sends when it hands over (NULL: the default
+-- text, '': none), the minutes after which an unanswered alert is escalated (0: never), and the
+-- minutes of team silence after which a paused bot resumes (NULL: never).
+ALTER TABLE accounts ADD COLUMN handoff_message TEXT;
+
+--bun:split
+
+ALTER TABLE accounts ADD COLUMN handoff_escalation_minutes INTEGER NOT NULL DEFAULT 15;
+
+--bun:split
+
+ALTER TABLE accounts ADD COLUMN bot_resume_minutes INTEGER;
+
+--bun:split
+
+ALTER TABLE alerts ADD COLUMN escalated_at TIMESTAMPTZ;
+
+--bun:split
+
+-- The escalation's own alert webhook call: none | pending | sent | failed (NULL: not escalated).
+ALTER TABLE alerts ADD COLUMN escalation_webhook_status TEXT;
+
+--bun:split
+
+CREATE INDEX alerts_escalation_idx ON alerts (created_at) WHERE resolved_at IS NULL AND escalated_at IS NULL;
+
+--bun:split
+
+-- When the bot was last paused for the contact (a hand-off, a team reply, the pause switch).
+ALTER TABLE contacts ADD COLUMN bot_paused_at TIMESTAMPTZ;
+
+--bun:split
+
+CREATE INDEX contacts_paused_idx ON contacts (bot_paused_at) WHERE bot_paused;
