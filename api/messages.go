@@ -57,7 +57,7 @@ func (s *Server) humanReply(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	m, err := s.app.TeamReply(c.UserContext(), accountOf(c).ID, c.Params("id"), str(req.Body), str(req.Channel))
+	m, err := s.app.TeamReply(c.UserContext(), accountOf(c).ID, c.Params("id"), "", str(req.Body), str(req.Channel))
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,13 @@ func (t webhookTransport) Deliver(ctx context.Context, m *models.Message, acc *m
 		// rolling key change); the next attempt, by a process with the right keys, can succeed.
 		return DeliveryResult{Error: err.Error(), Retryable: true}
 	}
+	// userId is the team member who wrote a team reply; for every other message, the account's owner.
+	userID := acc.OwnerUserID
+	if m.AuthorUserID != nil {
+		userID = *m.AuthorUserID
+	}
 	body, err := json.Marshal(replyPayload{
-		ContactID: m.ContactID, MessageID: m.ID, UserID: acc.OwnerUserID, Body: m.Body, ToID: m.ToID, Channel: m.Channel,
+		ContactID: m.ContactID, MessageID: m.ID, UserID: userID, Body: m.Body, ToID: m.ToID, Channel: m.Channel,
 	})
 	if err != nil {
 		return DeliveryResult{Error: "encode payload: " + err.Error()}

@@ -59,7 +59,7 @@ func sendCustom(t testing.TB, s *models.Store, accountID, fromID, body string) (
 
 func reply(t testing.TB, s *models.Store, accountID, contactID, body string) *models.Message {
 	t.Helper()
-	m, err := s.HumanReply(context.Background(), accountID, contactID, body, "")
+	m, err := s.HumanReply(context.Background(), accountID, contactID, "", body, "")
 	if err != nil {
 		t.Fatal(err)
 	}

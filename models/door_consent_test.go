@@ -80,7 +80,7 @@ func TestDoorConsentOptedOut(t *testing.T) {
 	hi := csIncoming(t, env.Store, accID, from, "sms", "hi on sms")
 	contactID := hi.ContactID
 	// A team reply written before the opt-out, delivered after it.
-	before, err := env.Store.HumanReply(ctx, accID, contactID, "written before", "sms")
+	before, err := env.Store.HumanReply(ctx, accID, contactID, "", "written before", "sms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestDoorConsentOptedOut(t *testing.T) {
 	n := count()
 	// Without a channel the reply goes where the contact last wrote: sms, where it opted out.
 	for _, ch := range []string{"", "sms"} {
-		m, err := env.Store.HumanReply(ctx, accID, contactID, "are you there?", ch)
+		m, err := env.Store.HumanReply(ctx, accID, contactID, "", "are you there?", ch)
 		if models.ErrorCode(err) != models.CodeOptedOut || m != nil {
 			t.Errorf("HumanReply on %q: %v, %v; want OPTED_OUT", ch, m, err)
 		}
@@ -165,7 +165,7 @@ func TestDoorConsentOptedOut(t *testing.T) {
 		t.Error("a refused HumanReply paused the bot")
 	}
 	// live-chat is open.
-	m, err := env.Store.HumanReply(ctx, accID, contactID, "hello on chat", "live-chat")
+	m, err := env.Store.HumanReply(ctx, accID, contactID, "", "hello on chat", "live-chat")
 	if err != nil || m.Status != models.StatusPending || m.Channel != "live-chat" {
 		t.Errorf("HumanReply on live-chat: %+v, %v; want pending on live-chat", m, err)
 	}

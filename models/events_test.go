@@ -148,7 +148,7 @@ func TestEventsMessageCreated(t *testing.T) {
 	}
 	noEvents(t, rec, id, "a duplicate messageSid")
 
-	human, err := s.HumanReply(ctx, id, incoming.ContactID, "a person answers", "")
+	human, err := s.HumanReply(ctx, id, incoming.ContactID, "", "a person answers", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestEventsMessageCreated(t *testing.T) {
 	noEvents(t, rec, id, "CreateBotReply for an answered message")
 
 	// A write refused by validation tells nobody.
-	if _, err := s.HumanReply(ctx, id, incoming.ContactID, "   ", ""); err == nil {
+	if _, err := s.HumanReply(ctx, id, incoming.ContactID, "", "   ", ""); err == nil {
 		t.Fatal("HumanReply with an empty body succeeded")
 	}
 	noEvents(t, rec, id, "a refused HumanReply")

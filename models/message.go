@@ -63,6 +63,9 @@ type Message struct {
 	FromID            string     `bun:"from_id" json:"-"`
 	ToID              string     `bun:"to_id" json:"-"`
 	Author            string     `bun:"author" json:"author,omitempty"`
+	// AuthorUserID and AuthorEmail name the team member who wrote a team reply (By).
+	AuthorUserID *string `bun:"author_user_id" json:"-"`
+	AuthorEmail  *string `bun:"author_email" json:"-"`
 	Status            string     `bun:"status" json:"status"`
 	Error             *string    `bun:"error" json:"error"`
 	Attempts          int        `bun:"attempts" json:"attempts"`
@@ -78,6 +81,20 @@ type Message struct {
 	// Contact and Account are loaded with the message by MessageForWork only.
 	Contact *Contact `bun:"rel:belongs-to,join:contact_id=id" json:"-"`
 	Account *Account `bun:"rel:belongs-to,join:account_id=id" json:"-"`
+
+	// By is the team member who wrote a team reply (from AuthorUserID and AuthorEmail); nil for the
+	// bot's, a campaign's, the API's own and the service's messages.
+	By *Assignee `bun:"-" json:"-"` //TEMPJSON author
+}
+
+var _ bun.AfterScanRowHook = (*Message)(nil)
+
+// AfterScanRow fills By from the stored author, for every query that reads messages.
+func (m *Message) AfterScanRow(context.Context) error {
+	if m.AuthorUserID != nil {
+		m.By = &Assignee{UserID: *m.AuthorUserID, Email: derefOr(m.AuthorEmail, "")}
+	}
+	return nil
 }
 
 // Attempt is one try at delivering an outgoing message.

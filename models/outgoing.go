@@ -117,9 +117,11 @@ func updateContactFields(ctx context.Context, tx bun.Tx, c *Contact, first, last
 // and as the outgoing door says (PlanTeamReply): without channel, on the channel of the contact's
 // latest incoming message. A reply the door refuses (outside a messaging window) is stored as failed
 // with the reason and never reaches a provider; otherwise it is stored pending, for the worker to
-// deliver. Errors: NOT_FOUND, VALIDATION_ERROR (empty body, or nowhere to reply), OPTED_OUT (the
-// contact opted out on the channel: nothing is stored).
-func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, channel string) (*Message, error) {
+// deliver. The reply records its author, the account's user authorID ("": the account's owner, who
+// answers for an API key). Errors: NOT_FOUND, VALIDATION_ERROR (empty body, nowhere to reply, or an
+// author who is not the account's), OPTED_OUT (the contact opted out on the channel: nothing is
+// stored).
+func (s *Store) HumanReply(ctx context.Context, accountID, contactID, authorID, body, channel string) (*Message, error) {
 	channel = strings.TrimSpace(channel)
 	if strings.TrimSpace(body) == "" {
 		return nil, Errorf(CodeValidation, "body must not be empty")
@@ -131,6 +133,10 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, chan
 		return nil, err
 	}
 	contact, err := s.ContactByID(ctx, accountID, contactID)
+	if err != nil {
+		return nil, err
+	}
+	author, err := s.teamAuthor(ctx, accountID, authorID)
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +154,9 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, body, chan
 	m := &Message{
 		ID: newID(prefixMessage), AccountID: accountID, ContactID: contact.ID, CampaignID: contact.ConversationCampaignID,
 		Direction: DirectionOutgoing, Channel: r.Channel, Transport: r.Transport, MessageType: MessageTypeText, Body: body, ToID: r.ToID,
-		Author: AuthorHuman, Status: StatusPending, CreatedAt: now(),
+		Author: AuthorHuman, Status: StatusPending, CreatedAt: now(), AuthorUserID: &author.UserID, AuthorEmail: &author.Email,
 	}
+	m.By = author
 	if !plan.Decision.Allowed() {
 		reason := plan.Decision.Reason
 		m.Status, m.Error = StatusFailed, &reason

@@ -152,6 +152,25 @@ func before(a, b User) bool {
 	return a.ID < b.ID
 }
 
+// teamAuthor is the account's user who writes a team message or note: userID, or the account's owner
+// when it is "" (an API key). Errors: VALIDATION_ERROR for a user who is not the account's.
+func (s *Store) teamAuthor(ctx context.Context, accountID, userID string) (*Assignee, error) {
+	u := new(User)
+	q := s.db.NewSelect().Model(u).ModelTableExpr("users AS u").Column("u.id", "u.email")
+	if userID == "" {
+		q = q.Join("JOIN accounts AS a ON a.owner_user_id = u.id").Where("a.id = ?", accountID)
+	} else {
+		q = q.Where("u.id = ? AND u.account_id = ?", userID, accountID)
+	}
+	if err := q.Scan(ctx); err != nil {
+		if isNoRows(err) {
+			return nil, Errorf(CodeValidation, "the author is not a user of this account")
+		}
+		return nil, fmt.Errorf("team author: %w", err)
+	}
+	return &Assignee{UserID: u.ID, Email: u.Email}, nil
+}
+
 // Note is a private note the team left on a conversation.
 type Note struct {
 	bun.BaseModel `bun:"table:notes"`
@@ -186,7 +205,7 @@ func teamText(field, body string) (string, error) {
 const EventNoteCreated = "note.created"
 
 // AddNote leaves a note on the conversation with the contact, written by the account's user authorID
-// (the owner's id for an API key). Errors: NOT_FOUND for another account's contact,
+// ("": the owner, for an API key). Errors: NOT_FOUND for another account's contact,
 // VALIDATION_ERROR for an empty, blank or over-long body.
 func (s *Store) AddNote(ctx context.Context, accountID, contactID, authorID, body string) (*Note, error) {
 	body, err := teamText("body", body)
@@ -196,11 +215,11 @@ func (s *Store) AddNote(ctx context.Context, accountID, contactID, authorID, bod
 	if _, err := s.ContactByID(ctx, accountID, contactID); err != nil {
 		return nil, err
 	}
-	author := new(User)
-	if err := s.db.NewSelect().Model(author).Where("id = ? AND account_id = ?", authorID, accountID).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("add note: author: %w", err)
+	author, err := s.teamAuthor(ctx, accountID, authorID)
+	if err != nil {
+		return nil, err
 	}
-	n := &Note{ID: newID(prefixNote), AccountID: accountID, ContactID: contactID, AuthorID: author.ID, AuthorEmail: author.Email, Body: body, CreatedAt: now()}
+	n := &Note{ID: newID(prefixNote), AccountID: accountID, ContactID: contactID, AuthorID: author.UserID, AuthorEmail: author.Email, Body: body, CreatedAt: now()}
 	if _, err := s.db.NewInsert().Model(n).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("add note: %w", err)
 	}

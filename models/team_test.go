@@ -393,7 +393,7 @@ func TestEscalationAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Store.HumanReply(ctx, accID, answered.ContactID, "I'm here", ""); err != nil {
+	if _, err := env.Store.HumanReply(ctx, accID, answered.ContactID, "", "I'm here", ""); err != nil {
 		t.Fatal(err)
 	}
 	mine := func(alerts []models.Alert) []string {
@@ -470,4 +470,37 @@ func mustEscalate(t testing.TB, at time.Time) []models.Alert {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestTeamRepliesRecordTheirAuthor: a team reply records who wrote it (the owner for an API key), as
+// read back; a user of another account cannot be its author.
+func TestTeamRepliesRecordTheirAuthor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acc := csAccount(t, "Authors")
+	accID := acc.Account.ID
+	other := csAccount(t, "Authors B")
+	ann, err := env.Store.AddUser(ctx, accID, uniqueEmail("ann"), models.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := csIncoming(t, env.Store, accID, csFrom("au"), "web", "hi")
+	byAnn, err := env.Store.HumanReply(ctx, accID, in.ContactID, ann.User.ID, "Ann here", "")
+	if err != nil || byAnn.By == nil || byAnn.By.UserID != ann.User.ID || byAnn.By.Email != ann.User.Email {
+		t.Fatalf("reply by Ann: %+v, %v", byAnn, err)
+	}
+	byKey, err := env.Store.HumanReply(ctx, accID, in.ContactID, "", "the integration", "")
+	if err != nil || byKey.By == nil || byKey.By.UserID != acc.Account.OwnerUserID {
+		t.Fatalf("reply by the API key: %+v, %v", byKey, err)
+	}
+	if _, err := env.Store.HumanReply(ctx, accID, in.ContactID, other.Account.OwnerUserID, "intruder", ""); models.ErrorCode(err) != models.CodeValidation {
+		t.Fatalf("reply by another account's user: %v", err)
+	}
+	read, err := env.Store.MessageByID(ctx, accID, byAnn.ID)
+	if err != nil || read.By == nil || read.By.UserID != ann.User.ID || read.By.Email != ann.User.Email {
+		t.Fatalf("read back: %+v, %v", read, err)
+	}
+	if read, _ := env.Store.MessageByID(ctx, accID, in.ID); read.By != nil {
+		t.Fatalf("the contact's message has an author: %+v", read.By)
+	}
 }

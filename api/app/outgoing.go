@@ -10,10 +10,11 @@ import (
 // its delivery. A message stored pending but not queued (Redis refused) is delivered by the sweep: the
 // request still succeeds, because a client retrying a send would send it twice.
 
-// TeamReply stores a team member's reply to the contact (on channel, when given) and queues its
-// delivery; it pauses the bot for the contact. Errors: those of HumanReply.
-func (a *App) TeamReply(ctx context.Context, accountID, contactID, body, channel string) (*models.Message, error) {
-	m, err := a.store.HumanReply(ctx, accountID, contactID, body, channel)
+// TeamReply stores a team member's reply to the contact (on channel, when given) as written by the
+// account's user authorID ("": its owner, for an API key) and queues its delivery; it pauses the bot
+// for the contact. Errors: those of HumanReply.
+func (a *App) TeamReply(ctx context.Context, accountID, contactID, authorID, body, channel string) (*models.Message, error) {
+	m, err := a.store.HumanReply(ctx, accountID, contactID, authorID, body, channel)
 	if err != nil {
 		return nil, err
 	}

@@ -219,7 +219,7 @@ func (h *Handler) conversationPage(c *fiber.Ctx) error {
 func (h *Handler) reply(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	back := "/inbox/conversations/" + url.PathEscape(c.Params("id"))
-	if _, err := h.app.TeamReply(c.UserContext(), sess.AccountID, c.Params("id"), c.FormValue("body"), ""); err != nil {
+	if _, err := h.app.TeamReply(c.UserContext(), sess.AccountID, c.Params("id"), sess.UserID, c.FormValue("body"), ""); err != nil {
 		return h.actionFailed(c, back, err)
 	}
 	return c.Redirect(back+"#bottom", fiber.StatusSeeOther)

@@ -1,3 +1,11 @@
+ALTER TABLE messages DROP COLUMN author_email;
+
+--bun:split
+
+ALTER TABLE messages DROP COLUMN author_user_id;
+
+--bun:split
+
 DROP INDEX contacts_paused_idx;
 
 --bun:split

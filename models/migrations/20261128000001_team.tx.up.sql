@@ -84,3 +84,12 @@ ALTER TABLE contacts ADD COLUMN bot_paused_at TIMESTAMPTZ;
 --bun:split
 
 CREATE INDEX contacts_paused_idx ON contacts (bot_paused_at) WHERE bot_paused;
+
+--bun:split
+
+-- Who wrote a team reply: the user (the owner for an API key), and their email as it was then.
+ALTER TABLE messages ADD COLUMN author_user_id TEXT;
+
+--bun:split
+
+ALTER TABLE messages ADD COLUMN author_email TEXT;
