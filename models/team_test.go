@@ -504,3 +504,71 @@ func TestTeamRepliesRecordTheirAuthor(t *testing.T) {
 		t.Fatalf("the contact's message has an author: %+v", read.By)
 	}
 }
+
+// TestRetryAllFailedMovesEachOnce: "Retry all failed" pressed by two users at once queues each failed
+// message once; the list shows failed messages newest first; the counts follow reads and alerts.
+func TestRetryAllFailedMovesEachOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acc := csAccount(t, "Retry all")
+	accID := acc.Account.ID
+	in := csIncoming(t, env.Store, accID, csFrom("ra"), "web", "hi")
+	var ids []string
+	for i := 0; i < 30; i++ {
+		m, err := env.Store.HumanReply(ctx, accID, in.ContactID, "", "reply", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rpSet(t, "UPDATE messages SET status = 'failed', error = 'webhook answered 500' WHERE id = ?", m.ID)
+		ids = append(ids, m.ID)
+	}
+	page, next, err := env.Store.FailedDeliveries(ctx, accID, models.Page{Limit: 20})
+	if err != nil || len(page) != 20 || next == "" || page[0].ID != ids[29] {
+		t.Fatalf("first page: %d, next %q, %v", len(page), next, err)
+	}
+	rest, next, err := env.Store.FailedDeliveries(ctx, accID, models.Page{Limit: 20, Cursor: next})
+	if err != nil || len(rest) != 10 || next != "" || rest[9].ID != ids[0] {
+		t.Fatalf("second page: %d, next %q, %v", len(rest), next, err)
+	}
+	var wg sync.WaitGroup
+	moved := make([]int, 2)
+	for i := range moved {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			got, err := env.Store.RetryAllFailed(ctx, accID)
+			if err != nil {
+				t.Error(err)
+			}
+			moved[i] = len(got)
+		}(i)
+	}
+	wg.Wait()
+	if moved[0]+moved[1] != 30 {
+		t.Fatalf("two presses moved %v, want 30 in all", moved)
+	}
+	for _, id := range ids {
+		m, err := env.Store.MessageByID(ctx, accID, id)
+		if err != nil || m.Status != models.StatusPending || m.DeliveryRound != 1 {
+			t.Fatalf("message %s: %s round %d, %v", id, m.Status, m.DeliveryRound, err)
+		}
+	}
+	if again, err := env.Store.RetryAllFailed(ctx, accID); err != nil || len(again) != 0 {
+		t.Fatalf("a third press moved %d: %v", len(again), err)
+	}
+
+	counts, err := env.Store.Counts(ctx, accID, acc.Account.OwnerUserID)
+	if err != nil || counts.Unread != 1 || counts.OpenAlerts != 0 {
+		t.Fatalf("counts %+v, %v, want 1 unread and no alerts", counts, err)
+	}
+	if _, err := env.Store.Handoff(ctx, in, "help"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.MarkRead(ctx, accID, acc.Account.OwnerUserID, in.ContactID); err != nil {
+		t.Fatal(err)
+	}
+	counts, err = env.Store.Counts(ctx, accID, acc.Account.OwnerUserID)
+	if err != nil || counts.Unread != 0 || counts.OpenAlerts != 1 {
+		t.Fatalf("counts %+v, %v, want none unread and one alert", counts, err)
+	}
+}

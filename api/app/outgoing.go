@@ -43,6 +43,16 @@ func (a *App) Redeliver(ctx context.Context, accountID, messageID string) (*mode
 	return m, nil
 }
 
+// RetryAllFailed queues again up to models.MaxRetryAll of the account's failed messages and returns
+// how many; safe to call twice or from two users at once (each message moves once).
+func (a *App) RetryAllFailed(ctx context.Context, accountID string) (int, error) {
+	moved, err := a.store.RetryAllFailed(ctx, accountID)
+	for _, m := range moved {
+		a.deliver(ctx, m)
+	}
+	return len(moved), err
+}
+
 // deliver queues a stored message's delivery, when it is pending (the door may have stored it failed).
 func (a *App) deliver(ctx context.Context, m *models.Message) {
 	if m.Status != models.StatusPending {

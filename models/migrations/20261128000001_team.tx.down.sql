@@ -1,3 +1,7 @@
+DROP INDEX messages_failed_list_idx;
+
+--bun:split
+
 ALTER TABLE messages DROP COLUMN author_email;
 
 --bun:split

@@ -93,3 +93,8 @@ ALTER TABLE messages ADD COLUMN author_user_id TEXT;
 --bun:split
 
 ALTER TABLE messages ADD COLUMN author_email TEXT;
+
+--bun:split
+
+-- The Deliveries page: an account's failed outgoing messages, newest first.
+CREATE INDEX messages_failed_list_idx ON messages (account_id, id) WHERE direction = 'outgoing' AND status = 'failed';
