@@ -28,6 +28,9 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	if err := checkJSONText(body); err != nil {
 		return err
 	}
+	if string(bytes.TrimSpace(body)) == "null" {
+		return models.Errorf(models.CodeInvalidJSON, "request body must be a JSON object") // decoding null would set nothing
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		var typeErr *json.UnmarshalTypeError

@@ -125,6 +125,10 @@ func seedTenant(t *testing.T, srv *server, hook *sink, name string) *tenant {
 	tn.ids["messages"] = []string{reply, received, handoff}
 	tn.ids["subaccounts"] = []string{tn.sub.id}
 	tn.ids["alerts"] = []string{tn.alertID}
+	tn.ids["users"] = []string{agency.Account.OwnerUserID}
+	r = do(t, "POST", srv.URL+"/v1/canned_replies", tn.key, map[string]any{"shortcut": name + "-hours", "body": "We open at 9."})
+	expect(t, r, http.StatusCreated, "")
+	tn.ids["canned_replies"] = []string{r.JSON(t)["id"].(string)}
 	return tn
 }
 
@@ -181,6 +185,21 @@ var isolationBodies = map[string]func(t *testing.T, caller *tenant) isolationReq
 		csv := fmt.Sprintf("phone,first_name,last_name,email\n+1415555%04d,Imp,Orted,%s-import@example.com\n", 8000+accountSeq.Add(1)%1000, caller.name)
 		body, ctype := multipartCSV(t, "file", csv)
 		return isolationRequest{body: body, headers: []string{"Content-Type: " + ctype}}
+	},
+	"POST /v1/contacts/{id}/goal": func(*testing.T, *tenant) isolationRequest {
+		return isolationRequest{body: map[string]any{"note": "not yours"}}
+	},
+	"PUT /v1/contacts/{id}/assignee": func(*testing.T, *tenant) isolationRequest {
+		return isolationRequest{body: map[string]any{"userId": nil}}
+	},
+	"POST /v1/contacts/{id}/notes": func(*testing.T, *tenant) isolationRequest {
+		return isolationRequest{body: map[string]any{"body": "a note on someone else's contact"}}
+	},
+	"PATCH /v1/users/{id}": func(*testing.T, *tenant) isolationRequest {
+		return isolationRequest{body: map[string]any{"available": false}}
+	},
+	"PUT /v1/canned_replies/{id}": func(*testing.T, *tenant) isolationRequest {
+		return isolationRequest{body: map[string]any{"shortcut": "taken", "body": "Taken over"}}
 	},
 	"PUT /v1/subaccounts/{id}/auto_recharge": func(*testing.T, *tenant) isolationRequest {
 		return isolationRequest{body: map[string]any{"threshold": 1, "amount": 1, "webhookUrl": "https://example.com/x"}}

@@ -555,7 +555,7 @@ func TestMetaCampaignOpenings(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the one opening at the Send API", func() bool { return len(graph.callsTo("9001")) == 2 })
 	opening := graph.callsTo("9001")[1]
-	if opening.Text != "Hi there, our sale starts today!" || opening.MessagingType != "RESPONSE" {
+	if opening.Text != "Hi, our sale starts today!" || opening.MessagingType != "RESPONSE" {
 		t.Fatalf("opening: %+v", opening)
 	}
 	if n := len(graph.callsTo("9002")); n != 1 {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/gofiber/fiber/v2"
@@ -22,7 +23,7 @@ type goalRequest struct {
 // the conversation's campaign's (the contact's most recent opening), else the account's own bot's.
 func (s *Server) reachGoal(c *fiber.Ctx) error {
 	var req goalRequest
-	if len(c.Body()) > 0 {
+	if len(bytes.TrimSpace(c.Body())) > 0 { // no body: the conversation's campaign, no note
 		if err := decodeJSON(c, &req); err != nil {
 			return err
 		}
@@ -40,7 +41,11 @@ func (s *Server) reachGoal(c *fiber.Ctx) error {
 // added contact (models.CampaignReportCSVHeader), streamed.
 func (s *Server) campaignReport(c *fiber.Ctx) error {
 	ctx, accountID, id := c.UserContext(), accountOf(c).ID, c.Params("id")
-	switch c.Query("format", "json") {
+	format := c.Query("format")
+	if format == "" && !c.Context().QueryArgs().Has("format") {
+		format = "json"
+	}
+	switch format {
 	case "json":
 		report, err := s.store.CampaignReport(ctx, accountID, id)
 		if err != nil {
