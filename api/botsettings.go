@@ -6,7 +6,8 @@ import (
 	"funnelchat/models"
 )
 
-// getBotSettings: GET /v1/settings/bot -> {"active","instructions","goal","language"}.
+// getBotSettings: GET /v1/settings/bot -> {"active","instructions","goal","language","handoffMessage",
+// "handoffEscalationMinutes","botResumeMinutes"}.
 func (s *Server) getBotSettings(c *fiber.Ctx) error {
 	settings, err := s.store.BotSettings(c.UserContext(), accountOf(c).ID)
 	if err != nil {
@@ -20,16 +21,21 @@ func (s *Server) getBotSettings(c *fiber.Ctx) error {
 // decodeJSON does for every endpoint). Validation is models.UpdateBotSettings'.
 func (s *Server) putBotSettings(c *fiber.Ctx) error {
 	var req struct {
-		Active       *bool   `json:"active"`
-		Instructions *string `json:"instructions"`
-		Goal         *string `json:"goal"`
-		Language     *string `json:"language"`
+		Active                   *bool         `json:"active"`
+		Instructions             *string       `json:"instructions"`
+		Goal                     *string       `json:"goal"`
+		Language                 *string       `json:"language"`
+		HandoffMessage           *string       `json:"handoffMessage"`
+		HandoffEscalationMinutes *int          `json:"handoffEscalationMinutes"`
+		BotResumeMinutes         nullable[int] `json:"botResumeMinutes"`
 	}
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
 	settings, err := s.store.UpdateBotSettings(c.UserContext(), accountOf(c).ID, models.BotSettingsInput{
 		Active: req.Active, Instructions: req.Instructions, Goal: req.Goal, Language: req.Language,
+		HandoffMessage: req.HandoffMessage, HandoffEscalationMinutes: req.HandoffEscalationMinutes,
+		SetBotResume: req.BotResumeMinutes.Set, BotResumeMinutes: req.BotResumeMinutes.Value,
 	})
 	if err != nil {
 		return err

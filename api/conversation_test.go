@@ -95,7 +95,7 @@ func TestHumanReplyPausesTheBot(t *testing.T) {
 	r := do(t, "POST", srv.URL+"/v1/contacts/"+contactID+"/messages", key, map[string]any{"body": "Hi Gina, Sam from the team here."})
 	expect(t, r, http.StatusCreated, "")
 	m := r.JSON(t)
-	if m["direction"] != "outgoing" || m["author"] != "human" || m["channel"] != "live-chat" || m["status"] != "pending" {
+	if m["direction"] != "outgoing" || m["authorType"] != "human" || m["channel"] != "live-chat" || m["status"] != "pending" {
 		t.Fatalf("human reply: %s", r.Body)
 	}
 	waitFor(t, 10*time.Second, "the human reply at the sink", func() bool { return len(hook.deliveries()) == 2 })

@@ -508,7 +508,7 @@ func TestConversationFailedMarker(t *testing.T) {
 		reply, _ = c["lastMessage"].(map[string]any)
 		return c["failed"] == true
 	})
-	if reply["direction"] != "outgoing" || reply["status"] != "failed" || reply["author"] != "bot" {
+	if reply["direction"] != "outgoing" || reply["status"] != "failed" || reply["authorType"] != "bot" {
 		t.Fatalf("the failed conversation's last message: %v", reply)
 	}
 	waitFor(t, 15*time.Second, "the other reply to be sent", func() bool {

@@ -295,7 +295,7 @@ func TestEventsFollowTheWorker(t *testing.T) {
 	s.expect(t, 2*time.Second, models.EventMessageCreated, func(m map[string]any) bool { return m["id"] == in })
 	reply := s.expect(t, 10*time.Second, models.EventMessageCreated, func(m map[string]any) bool { return m["replyToId"] == in })
 	checkRecord(t, models.EventMessageCreated, reply)
-	if reply["direction"] != "outgoing" || reply["author"] != "bot" || reply["status"] != "pending" {
+	if reply["direction"] != "outgoing" || reply["authorType"] != "bot" || reply["status"] != "pending" {
 		t.Fatalf("the bot reply as created: %v", reply)
 	}
 	sent := s.expect(t, 10*time.Second, models.EventMessageUpdated, func(m map[string]any) bool { return m["id"] == reply["id"] })

@@ -28,7 +28,7 @@ type Alert struct {
 
 	// EscalatedAt is when the alert waited handoffEscalationMinutes without a team reply (see
 	// EscalateAlerts); nil until then.
-	EscalatedAt             *time.Time `bun:"escalated_at" json:"-"` //TEMPJSON escalatedAt
+	EscalatedAt             *time.Time `bun:"escalated_at" json:"escalatedAt"`
 	EscalationWebhookStatus *string    `bun:"escalation_webhook_status" json:"-"`
 
 	// HandoffReply is the account's hand-off message written by Handoff, to deliver (nil: none).

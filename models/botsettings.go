@@ -21,9 +21,9 @@ type BotSettings struct {
 	// HandoffEscalationMinutes how long an alert may wait for a team reply before it is escalated
 	// (0: never); BotResumeMinutes how long the bot stays paused without a team reply (nil: until
 	// resumed by hand).
-	HandoffMessage           string `json:"-"` //TEMPJSON handoffMessage
-	HandoffEscalationMinutes int    `json:"-"` //TEMPJSON handoffEscalationMinutes
-	BotResumeMinutes         *int   `json:"-"` //TEMPJSON botResumeMinutes
+	HandoffMessage           string `json:"handoffMessage"`
+	HandoffEscalationMinutes int    `json:"handoffEscalationMinutes"`
+	BotResumeMinutes         *int   `json:"botResumeMinutes"`
 }
 
 // DefaultHandoffMessage is what the bot says when it hands over, unless the account says otherwise.

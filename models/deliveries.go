@@ -76,4 +76,3 @@ func (s *Store) Counts(ctx context.Context, accountID, readerID string) (*InboxC
 	}
 	return out, nil
 }
-

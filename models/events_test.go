@@ -154,7 +154,7 @@ func TestEventsMessageCreated(t *testing.T) {
 	}
 	data = oneEvent(t, rec, id, models.EventMessageCreated, "HumanReply")
 	wantFields(t, data, "HumanReply", map[string]any{
-		"id": human.ID, "contactId": incoming.ContactID, "direction": "outgoing", "status": "pending", "author": "human", "body": "a person answers",
+		"id": human.ID, "contactId": incoming.ContactID, "direction": "outgoing", "status": "pending", "authorType": "human", "body": "a person answers",
 	})
 
 	send := models.CustomSendInput{FromID: "eva-2", Channel: "chat", Body: "your order shipped"}
@@ -167,7 +167,7 @@ func TestEventsMessageCreated(t *testing.T) {
 	}
 	data = oneEvent(t, rec, id, models.EventMessageCreated, "SendCustom")
 	wantFields(t, data, "SendCustom", map[string]any{
-		"id": sent.ID, "contactId": contact.ID, "direction": "outgoing", "status": "pending", "author": "api", "attempts": float64(0),
+		"id": sent.ID, "contactId": contact.ID, "direction": "outgoing", "status": "pending", "authorType": "api", "attempts": float64(0),
 	})
 
 	bot, _, err := s.CreateBotReply(ctx, incoming, nil, "the bot answers", nil, 0)
@@ -176,7 +176,7 @@ func TestEventsMessageCreated(t *testing.T) {
 	}
 	data = oneEvent(t, rec, id, models.EventMessageCreated, "CreateBotReply")
 	wantFields(t, data, "CreateBotReply", map[string]any{
-		"id": bot.ID, "author": "bot", "status": "pending", "replyToId": incoming.ID, "body": "the bot answers",
+		"id": bot.ID, "authorType": "bot", "status": "pending", "replyToId": incoming.ID, "body": "the bot answers",
 	})
 	botAgain, _, err := s.CreateBotReply(ctx, incoming, nil, "a second answer", nil, 0)
 	if err != nil {
@@ -652,7 +652,7 @@ func TestEventsCampaignMessages(t *testing.T) {
 	}
 	data := oneEvent(t, rec, id, models.EventMessageCreated, "WriteOpening")
 	wantFields(t, data, "WriteOpening", map[string]any{
-		"id": opening.ID, "contactId": contact.ID, "author": "campaign", "status": "pending", "campaignId": campaign.ID, "body": "Hi Lead",
+		"id": opening.ID, "contactId": contact.ID, "authorType": "campaign", "status": "pending", "campaignId": campaign.ID, "body": "Hi Lead",
 	})
 	if again, err := s.WriteOpening(ctx, send, out); err != nil || again != nil {
 		t.Fatalf("second WriteOpening: %v, %v; want nothing written", again, err)
@@ -669,7 +669,7 @@ func TestEventsCampaignMessages(t *testing.T) {
 		t.Fatalf("WriteFollowUp: %v, %v", followUp, err)
 	}
 	data = oneEvent(t, rec, id, models.EventMessageCreated, "WriteFollowUp")
-	wantFields(t, data, "WriteFollowUp", map[string]any{"id": followUp.ID, "author": "campaign", "body": "Still interested?"})
+	wantFields(t, data, "WriteFollowUp", map[string]any{"id": followUp.ID, "authorType": "campaign", "body": "Still interested?"})
 	if again, err := s.WriteFollowUp(ctx, send, 1, out); err != nil || again != nil {
 		t.Fatalf("second WriteFollowUp of step 1: %v, %v; want nothing written", again, err)
 	}

@@ -59,19 +59,19 @@ type Message struct {
 	ExternalID       *string `bun:"external_id" json:"messageSid,omitempty"`
 	// ProviderMessageID is the id a provider (SMS, WhatsApp, Messenger, Instagram) gave an outgoing
 	// message it accepted.
-	ProviderMessageID *string    `bun:"provider_message_id" json:"providerMessageId,omitempty"`
-	FromID            string     `bun:"from_id" json:"-"`
-	ToID              string     `bun:"to_id" json:"-"`
-	Author            string     `bun:"author" json:"author,omitempty"`
+	ProviderMessageID *string `bun:"provider_message_id" json:"providerMessageId,omitempty"`
+	FromID            string  `bun:"from_id" json:"-"`
+	ToID              string  `bun:"to_id" json:"-"`
+	Author            string  `bun:"author" json:"authorType,omitempty"`
 	// AuthorUserID and AuthorEmail name the team member who wrote a team reply (By).
-	AuthorUserID *string `bun:"author_user_id" json:"-"`
-	AuthorEmail  *string `bun:"author_email" json:"-"`
-	Status            string     `bun:"status" json:"status"`
-	Error             *string    `bun:"error" json:"error"`
-	Attempts          int        `bun:"attempts" json:"attempts"`
-	DeliveryRound     int        `bun:"delivery_round" json:"-"`
-	NextAttemptAt     *time.Time `bun:"next_attempt_at" json:"nextAttemptAt"`
-	ReplyToID         *string    `bun:"reply_to_id" json:"replyToId,omitempty"`
+	AuthorUserID  *string    `bun:"author_user_id" json:"-"`
+	AuthorEmail   *string    `bun:"author_email" json:"-"`
+	Status        string     `bun:"status" json:"status"`
+	Error         *string    `bun:"error" json:"error"`
+	Attempts      int        `bun:"attempts" json:"attempts"`
+	DeliveryRound int        `bun:"delivery_round" json:"-"`
+	NextAttemptAt *time.Time `bun:"next_attempt_at" json:"nextAttemptAt"`
+	ReplyToID     *string    `bun:"reply_to_id" json:"replyToId,omitempty"`
 	// ReactsToID is the message a reaction is on, when the provider named one we have.
 	ReactsToID *string    `bun:"reacts_to_id" json:"reactsToId,omitempty"`
 	BotStatus  *string    `bun:"bot_status" json:"botStatus,omitempty"`
@@ -84,7 +84,7 @@ type Message struct {
 
 	// By is the team member who wrote a team reply (from AuthorUserID and AuthorEmail); nil for the
 	// bot's, a campaign's, the API's own and the service's messages.
-	By *Assignee `bun:"-" json:"-"` //TEMPJSON author
+	By *Assignee `bun:"-" json:"author"`
 }
 
 var _ bun.AfterScanRowHook = (*Message)(nil)

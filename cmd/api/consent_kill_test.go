@@ -38,7 +38,7 @@ func TestKilledWorkerSendsTheOptOutConfirmationOnce(t *testing.T) {
 	}
 	_, settings := d.call("GET", "/v1/settings/compliance", nil)
 	_, m := d.call("GET", "/v1/messages/"+completed[0], nil)
-	if m["body"] != settings["optOutConfirmation"] || m["author"] != "system" || m["replyToId"] != stop["id"] {
+	if m["body"] != settings["optOutConfirmation"] || m["authorType"] != "system" || m["replyToId"] != stop["id"] {
 		t.Fatalf("the delivered message is not the STOP's confirmation: %v", m)
 	}
 	_, consent = d.call("GET", "/v1/contacts/"+contactID+"/consent", nil)
