@@ -33,14 +33,21 @@ func TestBotSettings(t *testing.T) {
 	srv := startServer(t)
 	_, key := newAccount(t)
 	_, otherKey := newAccount(t)
-	defaults := map[string]any{"active": true, "instructions": "", "goal": "", "language": "en"}
+	handoff := map[string]any{"handoffMessage": models.DefaultHandoffMessage, "handoffEscalationMinutes": float64(15), "botResumeMinutes": nil}
+	withHandoff := func(m map[string]any) map[string]any {
+		for k, v := range handoff {
+			m[k] = v
+		}
+		return m
+	}
+	defaults := withHandoff(map[string]any{"active": true, "instructions": "", "goal": "", "language": "en"})
 
 	if diff := cmp.Diff(defaults, botSettings(t, srv, key)); diff != "" {
 		t.Fatalf("a new account's settings (-want +got):\n%s", diff)
 	}
 
 	// Partial updates keep the other fields; texts are trimmed; the language is normalized.
-	want := map[string]any{"active": true, "instructions": "", "goal": "Book a demo call.", "language": "en"}
+	want := withHandoff(map[string]any{"active": true, "instructions": "", "goal": "Book a demo call.", "language": "en"})
 	if diff := cmp.Diff(want, putBotSettings(t, srv, key, map[string]any{"goal": "  Book a demo call.\n"})); diff != "" {
 		t.Fatalf("PUT goal (-want +got):\n%s", diff)
 	}

@@ -61,11 +61,18 @@ func TestOfflineBotHandsOffToAHuman(t *testing.T) {
 		t.Fatalf("botStatus %v, want handoff", got)
 	}
 
+	// The contact heard that a person is coming (the account's hand-off message), once.
+	waitFor(t, 10*time.Second, "the hand-off message", func() bool { return len(replies.deliveries()) == 1 })
+	var said map[string]any
+	_ = json.Unmarshal(replies.deliveries()[0].Body, &said)
+	if said["body"] != models.DefaultHandoffMessage {
+		t.Fatalf("hand-off message %v", said)
+	}
 	// The bot stays quiet for this contact until someone resumes it.
 	second := incoming(t, srv, key, "h-2", "frank", "hello?").JSON(t)["messageId"].(string)
 	waitFor(t, 10*time.Second, "the paused bot to skip", func() bool { return messageField(t, srv, key, second, "botStatus") == "skipped" })
-	if n := len(replies.deliveries()); n != 0 {
-		t.Fatalf("%d replies while handed off", n)
+	if n := len(replies.deliveries()); n != 1 {
+		t.Fatalf("%d replies while handed off, want only the hand-off message", n)
 	}
 	r = do(t, "PUT", srv.URL+"/v1/contacts/"+contactID+"/bot", key, map[string]any{"active": true})
 	expect(t, r, http.StatusOK, "")
@@ -73,7 +80,7 @@ func TestOfflineBotHandsOffToAHuman(t *testing.T) {
 		t.Fatalf("resume: %s", r.Body)
 	}
 	incoming(t, srv, key, "h-3", "frank", "are you there?")
-	waitFor(t, 10*time.Second, "a reply after resuming", func() bool { return len(replies.deliveries()) == 1 })
+	waitFor(t, 10*time.Second, "a reply after resuming", func() bool { return len(replies.deliveries()) == 2 })
 
 	t.Run("another account sees no alerts of this one", func(t *testing.T) {
 		_, other := newAccount(t)
