@@ -115,7 +115,7 @@ func TestBotSettings(t *testing.T) {
 			t.Fatalf("another account's settings changed with this one's (-want +got):\n%s", diff)
 		}
 		mine := map[string]any{"active": true, "instructions": "Mine.", "goal": "Mine too.", "language": "fr"}
-		if diff := cmp.Diff(mine, putBotSettings(t, srv, otherKey, mine)); diff != "" {
+		if diff := cmp.Diff(withHandoff(mine), putBotSettings(t, srv, otherKey, mine)); diff != "" {
 			t.Fatalf("PUT as the other account (-want +got):\n%s", diff)
 		}
 		if diff := cmp.Diff(want, botSettings(t, srv, key)); diff != "" {
