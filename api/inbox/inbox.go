@@ -113,7 +113,10 @@ type inboxView struct {
 	FlashOK bool
 	// FlashFor is the section of the page the flash belongs to ("" for the top of the page).
 	FlashFor string
-	Data     any
+	// Counts is what waits for the user (unread conversations, open alerts), shown in the navigation
+	// and the title; nil when they could not be read (the page shows none rather than failing).
+	Counts *models.InboxCounts
+	Data   any
 }
 
 // render writes a page (or, for the live script's refresh, only its live region) with status.
@@ -222,6 +225,11 @@ var inboxFuncs = template.FuncMap{
 	"isEmbedded": embeddedImage,
 	// thousands writes a count with thousands separators (campaign.go).
 	"thousands": thousands,
+	// waiting says how long something has waited, as "waiting 23 min" (team_inbox.go).
+	"waiting": func(since time.Time) string { return waitingFor(time.Since(since)) },
+	// byLabel names who wrote an outgoing message, on the conversation page (team_inbox.go).
+	"byLabel": byLabel,
+	"snippet": snippet,
 }
 
 // sectionRef is a view and the id of one of its page's sections.

@@ -45,6 +45,9 @@ func (h *Handler) view(c *fiber.Ctx, title, nav string, data any) inboxView {
 		v.FlashFor, v.Flash, _ = strings.Cut(rest, ":")
 		h.setCookie(c, flashCookie, "", -1)
 	}
+	if c.Get("X-Inbox-Live") == "" {
+		v.Counts = h.countsOf(c)
+	}
 	return v
 }
 
@@ -113,10 +116,12 @@ type listView struct {
 	Q                         string
 	// Filtered: some filter or search is on.
 	Filtered bool
+	// Assignee is the list's view: "me", "none" (unassigned) or "" (all); see team_inbox.go.
+	Assignee string
 }
 
-// MoreLink is the next page of the list with the same filters.
-func (v listView) MoreLink() string {
+// query is the list's filters, search and view as a query string.
+func (v listView) query() url.Values {
 	q := url.Values{}
 	if v.Q != "" {
 		q.Set("q", v.Q)
@@ -126,6 +131,15 @@ func (v listView) MoreLink() string {
 			q.Set(name, "true")
 		}
 	}
+	if v.Assignee != "" {
+		q.Set("assignee", v.Assignee)
+	}
+	return q
+}
+
+// MoreLink is the next page of the list with the same filters.
+func (v listView) MoreLink() string {
+	q := v.query()
 	q.Set("cursor", v.Next)
 	return "/inbox/?" + q.Encode()
 }
@@ -153,6 +167,7 @@ func (h *Handler) conversationsPage(c *fiber.Ctx) error {
 	}
 	v.Filtered = v.Unread || v.NeedsHuman || v.Fails || v.Q != ""
 	sess := sessionOf(c)
+	v.Assignee, f.Assignee = assigneeView(c.Query("assignee"), sess.UserID)
 	v.Items, v.Next, err = h.store.Conversations(c.UserContext(), sess.AccountID, sess.UserID, f, page)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
@@ -181,6 +196,9 @@ type conversationView struct {
 	ConsentChannels []string
 	// Goals are the contact's goals and the Goal reached button's (goal.go).
 	Goals goalsView
+	// Team is the team's side: the assignee, the notes among the messages, the canned replies
+	// (team_inbox.go).
+	Team teamView
 }
 
 // conversationPage: GET /inbox/conversations/{contactId} shows the conversation and marks it read for
@@ -211,6 +229,9 @@ func (h *Handler) conversationPage(c *fiber.Ctx) error {
 	if err := h.withGoals(c, &v); err != nil {
 		return h.inboxFailure(c, err)
 	}
+	if err := h.withTeam(c, &v); err != nil {
+		return h.inboxFailure(c, err)
+	}
 	return h.render(c, fiber.StatusOK, "conversation", h.view(c, v.Name, "conversations", v))
 }
 
@@ -220,7 +241,7 @@ func (h *Handler) reply(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	back := "/inbox/conversations/" + url.PathEscape(c.Params("id"))
 	if _, err := h.app.TeamReply(c.UserContext(), sess.AccountID, c.Params("id"), sess.UserID, c.FormValue("body"), ""); err != nil {
-		return h.actionFailed(c, back, err)
+		return h.actionFailed(c, back+"#compose", err)
 	}
 	return c.Redirect(back+"#bottom", fiber.StatusSeeOther)
 }
@@ -267,12 +288,25 @@ func (h *Handler) alertsPage(c *fiber.Ctx) error {
 	type row struct {
 		models.Alert
 		Name string
+		// Assignee is who owns the conversation ("" unassigned).
+		Assignee string
+	}
+	members, err := h.store.TeamMembers(c.UserContext(), sess.AccountID)
+	if err != nil {
+		return h.inboxFailure(c, err)
+	}
+	emails := map[string]string{}
+	for _, m := range members {
+		emails[m.ID] = m.Email
 	}
 	rows := make([]row, len(alerts))
 	for i, a := range alerts {
 		rows[i].Alert = a
 		if ct, err := h.store.ContactByID(c.UserContext(), sess.AccountID, a.ContactID); err == nil {
 			rows[i].Name = inboxFuncs["contactName"].(func(*models.Contact, string) string)(ct, "")
+			if ct.AssigneeID != nil {
+				rows[i].Assignee = emails[*ct.AssigneeID]
+			}
 		}
 	}
 	return h.render(c, fiber.StatusOK, "alerts", h.view(c, "Alerts", "alerts", struct {
