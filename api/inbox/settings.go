@@ -24,7 +24,25 @@ type settingsView struct {
 	NewMember *models.AddedUser
 	// RevealGone: the page was opened with a one-time reveal that was shown already (a reload).
 	RevealGone bool
+	// Handoff are the hand-off settings' limits and default, for the bot section's hints.
+	Handoff handoffView
+	// Canned is the canned replies' section (admin_team.go); Channels the built-in channels'
+	// (admin_channels.go).
+	Canned   cannedView
+	Channels []channelForm
+	// Sections are the page's sections in order, for its table of contents.
+	Sections []settingsSection
 }
+
+// handoffView is what the bot section says of the hand-off settings.
+type handoffView struct {
+	Default    string
+	MaxMessage int
+	MaxMinutes int
+}
+
+// settingsSection is an entry of the settings page's table of contents.
+type settingsSection struct{ ID, Label string }
 
 // settingsPage: GET /inbox/settings[?shown=token]. With the token of a one-time reveal (a new API
 // key, a new member's password) made by this session, the page shows it, once.
@@ -45,6 +63,12 @@ func (h *Handler) settingsPage(c *fiber.Ctx) error {
 }
 
 func (h *Handler) renderSettings(c *fiber.Ctx, v settingsView) error {
+	return h.renderSettingsStatus(c, fiber.StatusOK, v)
+}
+
+// renderSettingsStatus renders the settings page with status: 422 when it shows a refused form with
+// what was typed (a canned reply, a channel's settings), 200 otherwise.
+func (h *Handler) renderSettingsStatus(c *fiber.Ctx, status int, v settingsView) error {
 	sess := sessionOf(c)
 	ctx := c.UserContext()
 	acc, err := h.store.AccountByID(ctx, sess.AccountID)
@@ -74,7 +98,30 @@ func (h *Handler) renderSettings(c *fiber.Ctx, v settingsView) error {
 			return h.inboxFailure(c, err)
 		}
 	}
-	return h.render(c, fiber.StatusOK, "settings", h.view(c, "Settings", "settings", v))
+	v.Handoff = handoffView{Default: models.DefaultHandoffMessage, MaxMessage: maxHandoffMessage, MaxMinutes: maxHandoffMinutes}
+	if v.Canned.Replies, err = h.store.CannedReplies(ctx, acc.ID); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	v.Canned.MaxShortcut, v.Canned.MaxBody = maxShortcut, maxCannedBody
+	if v.Channels, err = h.channelForms(c, acc.ID, v.Channels); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	v.Sections = settingsSections(v.Owner)
+	return h.render(c, status, "settings", h.view(c, "Settings", "settings", v))
+}
+
+// settingsSections are the page's sections in the order the template shows them.
+func settingsSections(owner bool) []settingsSection {
+	out := []settingsSection{{"availability", "Your availability"}, {"channels", "Channels"}}
+	if owner {
+		out = append(out, settingsSection{"api-key", "API key"})
+	}
+	out = append(out, []settingsSection{{"webhook", "Webhook"}, {"alerts", "Alert webhook"}, {"bot", "Bot and hand-off"},
+		{"canned", "Canned replies"}, {"compliance", "Compliance"}, {"password", "Your password"}}...)
+	if owner {
+		out = append(out, settingsSection{"team", "Team"})
+	}
+	return out
 }
 
 const settingsPath = "/inbox/settings"
@@ -128,25 +175,65 @@ func (h *Handler) saveAlertWebhook(c *fiber.Ctx) error {
 	return h.done(c, settingsPath+"#alerts", true, "Alert webhook saved.")
 }
 
-// saveBot: POST /inbox/settings/bot {active, instructions, goal, language}.
+// saveBot: POST /inbox/settings/bot {active, instructions, goal, language, handoffMessage,
+// handoffEscalationMinutes, botResumeMinutes}. The hand-off message is saved only when the form
+// changed it, so that an account still on the default keeps following it; an empty escalation is 0
+// (never), an empty resume time never. A hand-off field the form did not send is left as it is.
 func (h *Handler) saveBot(c *fiber.Ctx) error {
+	const back = settingsPath + "#bot"
+	sess := sessionOf(c)
 	active := c.FormValue("active") == "true"
 	instructions, goal, lang := c.FormValue("instructions"), c.FormValue("goal"), c.FormValue("language")
-	_, err := h.store.UpdateBotSettings(c.UserContext(), sessionOf(c).AccountID, models.BotSettingsInput{
-		Active: &active, Instructions: &instructions, Goal: &goal, Language: &lang,
-	})
-	if err != nil {
-		return h.actionFailed(c, settingsPath+"#bot", err)
+	in := models.BotSettingsInput{Active: &active, Instructions: &instructions, Goal: &goal, Language: &lang}
+	if hasField(c, "handoffMessage") {
+		cur, err := h.store.BotSettings(c.UserContext(), sess.AccountID)
+		if err != nil {
+			return h.actionFailed(c, back, err)
+		}
+		// The textarea sends the text with CRLF line ends; the store trims it.
+		if msg := strings.TrimSpace(strings.ReplaceAll(c.FormValue("handoffMessage"), "\r\n", "\n")); msg != cur.HandoffMessage {
+			in.HandoffMessage = &msg
+		}
 	}
-	return h.done(c, settingsPath+"#bot", true, "Bot settings saved.")
+	if hasField(c, "handoffEscalationMinutes") {
+		n, ok := formMinutes(c.FormValue("handoffEscalationMinutes"))
+		if !ok {
+			return h.done(c, back, false, "Escalate after must be a whole number of minutes (0 for never). Nothing was saved.")
+		}
+		if n == nil {
+			n = new(int)
+		}
+		in.HandoffEscalationMinutes = n
+	}
+	if hasField(c, "botResumeMinutes") {
+		n, ok := formMinutes(c.FormValue("botResumeMinutes"))
+		if !ok {
+			return h.done(c, back, false, "Resume the bot after must be a whole number of minutes, or empty for never. Nothing was saved.")
+		}
+		in.SetBotResume, in.BotResumeMinutes = true, n
+	}
+	if _, err := h.store.UpdateBotSettings(c.UserContext(), sess.AccountID, in); err != nil {
+		if models.ErrorCode(err) == models.CodeValidation {
+			return h.done(c, back, false, formMessage(err, botFields)+" Nothing was saved.")
+		}
+		return h.actionFailed(c, back, err)
+	}
+	return h.done(c, back, true, "Bot settings saved.")
 }
 
-// requireOwner lets only the account's owners generate the API key, manage the team and change the
-// compliance settings (403 for a member, however the request was made).
+// botFields are the bot settings' fields as the API names them in errors, and as the form does.
+var botFields = []fieldLabel{
+	{Field: "instructions", Label: "instructions"}, {Field: "goal", Label: "goal"}, {Field: "language", Label: "language"},
+	{Field: "handoffMessage", Label: "the hand-off message"}, {Field: "handoffEscalationMinutes", Label: "escalate after"},
+	{Field: "botResumeMinutes", Label: "resume the bot after"}, {Field: "null", Label: "empty"},
+}
+
+// requireOwner lets only the account's owners generate the API key, manage the team, connect the
+// channels and change the compliance settings (403 for a member, however the request was made).
 func (h *Handler) requireOwner(c *fiber.Ctx) error {
 	if !isOwner(sessionOf(c)) {
 		return h.render(c, fiber.StatusForbidden, "problem", h.view(c, "Not allowed", "settings",
-			problemView{Heading: "Not allowed", Text: "Only the account's owners can generate the API key, see the signing secret, manage the team and change the compliance settings."}))
+			problemView{Heading: "Not allowed", Text: "Only the account's owners can generate the API key, see the signing secret, manage the team, connect the channels and change the compliance settings."}))
 	}
 	return c.Next()
 }

@@ -1,0 +1,178 @@
+package inbox
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"funnelchat/api/web"
+	"funnelchat/models"
+)
+
+// The Deliveries page (README, "The inbox"): the account's outgoing messages whose delivery failed,
+// newest first, 50 at a time, each with its contact, error, attempts and what happens next, a Retry
+// button, and Retry all failed (App.RetryAllFailed: each message moves once, however many press it).
+
+// deliveriesPageSize is how many failed messages the page lists at once.
+const deliveriesPageSize = 50
+
+const deliveriesPath = "/inbox/deliveries"
+
+// deliveryRow is a failed message as the page lists it.
+type deliveryRow struct {
+	models.Message
+	// Name names the contact; Excerpt is the message's start; By says who wrote it.
+	Name, Excerpt, By string
+}
+
+// deliveryAuthors name who wrote a failed message. (The conversation list's "Sent" for the API's own
+// messages would read oddly beside a failure.)
+var deliveryAuthors = map[string]string{
+	models.AuthorBot: "Bot", models.AuthorCampaign: "Campaign", models.AuthorHuman: "Team", models.AuthorAPI: "API",
+	models.AuthorSystem: "Auto-reply",
+}
+
+// excerpt is the start of a message's text, on one line.
+func excerpt(m *models.Message) string {
+	text := strings.Join(strings.Fields(m.Body), " ")
+	if text == "" && m.MediaURL != nil {
+		text = "[attachment]"
+	}
+	if r := []rune(text); len(r) > 120 {
+		text = string(r[:119]) + "…"
+	}
+	return text
+}
+
+// deliveriesView is the page's data.
+type deliveriesView struct {
+	Rows []deliveryRow
+	// Next is the next page's cursor ("" on the last); Cursor this page's ("" on the first).
+	Next, Cursor string
+	MaxRetryAll  string
+}
+
+// MoreLink is the next page.
+func (v deliveriesView) MoreLink() string {
+	return deliveriesPath + "?cursor=" + url.QueryEscape(v.Next)
+}
+
+// deliveriesPage: GET /inbox/deliveries[?cursor=] lists the failed deliveries, newest first.
+func (h *Handler) deliveriesPage(c *fiber.Ctx) error {
+	sess := sessionOf(c)
+	page, err := pageOf(c)
+	if err != nil {
+		return h.inboxNotFound(c)
+	}
+	page.Limit = deliveriesPageSize
+	msgs, next, err := h.store.FailedDeliveries(c.UserContext(), sess.AccountID, page)
+	if err != nil {
+		if models.ErrorCode(err) == models.CodeValidation {
+			return h.inboxNotFound(c)
+		}
+		return h.inboxFailure(c, err)
+	}
+	v := deliveriesView{Next: next, Cursor: page.Cursor, MaxRetryAll: thousands(models.MaxRetryAll)}
+	if v.Rows, err = h.deliveryRows(c.UserContext(), sess.AccountID, msgs); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	return h.render(c, fiber.StatusOK, "deliveries", h.view(c, "Deliveries", "deliveries", v))
+}
+
+// deliveryRows names each message's contact (each contact read once) and cuts its excerpt.
+func (h *Handler) deliveryRows(ctx context.Context, accountID string, msgs []models.Message) ([]deliveryRow, error) {
+	names := map[string]string{}
+	rows := make([]deliveryRow, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		rows[i] = deliveryRow{Message: *m, Excerpt: excerpt(m), By: deliveryAuthors[m.Author]}
+		if m.By != nil && m.By.Email != "" {
+			rows[i].By = "Team (" + m.By.Email + ")"
+		}
+		name, ok := names[m.ContactID]
+		if !ok {
+			ct, err := h.store.ContactByID(ctx, accountID, m.ContactID)
+			switch {
+			case err == nil:
+				name = contactName(ct, m.ToID)
+			case models.ErrorCode(err) == models.CodeNotFound:
+				name = m.ToID
+			default:
+				return nil, err
+			}
+			names[m.ContactID] = name
+		}
+		rows[i].Name = name
+	}
+	return rows, nil
+}
+
+// deliveriesBack is the page a Retry form was on: the first page, or the one of its cursor.
+func deliveriesBack(c *fiber.Ctx) string {
+	if cursor := c.FormValue("cursor"); cursor != "" && web.PlainToken(cursor, 64) {
+		return deliveriesPath + "?cursor=" + url.QueryEscape(cursor)
+	}
+	return deliveriesPath
+}
+
+// retryDelivery: POST /inbox/deliveries/{messageId}/retry {cursor} delivers one failed message again
+// and goes back to the page (303). A message that is no longer failed (retried meanwhile, by someone
+// else or by Retry all) is left as it is, and the page says so.
+func (h *Handler) retryDelivery(c *fiber.Ctx) error {
+	sess := sessionOf(c)
+	back := deliveriesBack(c)
+	m, err := h.app.Redeliver(c.UserContext(), sess.AccountID, c.Params("id"))
+	if err != nil {
+		if models.ErrorCode(err) == models.CodeConflict {
+			// Retried meanwhile (another Retry, Retry all failed, someone else): it is not failed now.
+			// (The store's words hold a ";", which ends a flash cookie's value.)
+			if m, lookErr := h.store.MessageByID(c.UserContext(), sess.AccountID, c.Params("id")); lookErr == nil {
+				return h.done(c, back, false, "Nothing was queued: that message is "+m.Status+" now, not failed.")
+			}
+			return h.done(c, back, false, "Nothing was queued: that message is not failed now.")
+		}
+		return h.actionFailed(c, back, err)
+	}
+	name := m.ToID
+	if rows, err := h.deliveryRows(c.UserContext(), sess.AccountID, []models.Message{*m}); err == nil {
+		name = rows[0].Name
+	}
+	return h.done(c, back, true, "The message to "+name+" is queued again.")
+}
+
+// retryAllFailed: POST /inbox/deliveries/retry-all queues again up to models.MaxRetryAll failed
+// messages and says how many (303 to the page). A second press, or another user's at the same time,
+// finds them moved and queues nothing again.
+func (h *Handler) retryAllFailed(c *fiber.Ctx) error {
+	n, err := h.app.RetryAllFailed(c.UserContext(), sessionOf(c).AccountID)
+	if err != nil {
+		if n == 0 {
+			return h.actionFailed(c, deliveriesPath, err)
+		}
+		h.log.ErrorContext(c.UserContext(), "retry all failed stopped", "error", err.Error(), "queued", n)
+		return h.done(c, deliveriesPath, false, fmt.Sprintf("%s queued again, then something went wrong on our side: press Retry all failed again for the rest.", messagesCount(n)))
+	}
+	switch {
+	case n == 0:
+		return h.done(c, deliveriesPath, true, "No failed messages: nothing was queued again.")
+	case n >= models.MaxRetryAll:
+		return h.done(c, deliveriesPath, true, messagesCount(n)+" queued again (the most one press queues): press Retry all failed again for the rest.")
+	}
+	return h.done(c, deliveriesPath, true, messagesCount(n)+" queued again.")
+}
+
+// messagesCount is "1 message" or "N messages".
+func messagesCount(n int) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return thousands(n) + " messages"
+}
+
+// RetryLabel is what a Retry button's accessible name adds to "Retry": which message it sends again.
+func (r deliveryRow) RetryLabel() string {
+	return strings.TrimSpace("the message to " + r.Name + ": " + r.Excerpt)
+}
