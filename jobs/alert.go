@@ -35,7 +35,9 @@ func (h *Handler) handleAlert(ctx context.Context, t *asynq.Task) error {
 	}
 	// The first call and the escalation's are recorded apart, under webhook-ids of their own.
 	status, webhookID := alert.WebhookStatus, alert.ID
-	record := func(status, errText string) error { return h.Store.SetAlertWebhookResult(ctx, alert.ID, status, errText) }
+	record := func(status, errText string) error {
+		return h.Store.SetAlertWebhookResult(ctx, alert.ID, status, errText)
+	}
 	if p.Escalated {
 		status, webhookID = derefString(alert.EscalationWebhookStatus), alert.ID+":escalated"
 		record = func(status, _ string) error { return h.Store.SetEscalationWebhookResult(ctx, alert.ID, status) }
