@@ -158,6 +158,23 @@ func (s *Store) ContactByID(ctx context.Context, accountID, id string) (*Contact
 	return s.oneContact(ctx, s.db.NewSelect().Where("account_id = ? AND id = ?", accountID, id))
 }
 
+// ContactsByID returns the account's contacts among ids, by id, in one query (a page's rows naming
+// their contacts); ids of other accounts' or deleted contacts are simply absent.
+func (s *Store) ContactsByID(ctx context.Context, accountID string, ids []string) (map[string]*Contact, error) {
+	out := make(map[string]*Contact, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var contacts []Contact
+	if err := s.db.NewSelect().Model(&contacts).Where("account_id = ? AND id IN (?)", accountID, bun.In(dedupe(ids))).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("contacts by id: %w", err)
+	}
+	for i := range contacts {
+		out[contacts[i].ID] = &contacts[i]
+	}
+	return out, nil
+}
+
 // ContactByPhone looks a contact up by phone in any accepted notation. Errors: INVALID_PHONE, NOT_FOUND.
 func (s *Store) ContactByPhone(ctx context.Context, accountID, phone string) (*Contact, error) {
 	norm, err := NormalizePhone(phone)

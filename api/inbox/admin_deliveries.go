@@ -82,30 +82,27 @@ func (h *Handler) deliveriesPage(c *fiber.Ctx) error {
 	return h.render(c, fiber.StatusOK, "deliveries", h.view(c, "Deliveries", "deliveries", v))
 }
 
-// deliveryRows names each message's contact (each contact read once) and cuts its excerpt.
+// deliveryRows names each message's contact (the page's contacts read in one query) and cuts its
+// excerpt.
 func (h *Handler) deliveryRows(ctx context.Context, accountID string, msgs []models.Message) ([]deliveryRow, error) {
-	names := map[string]string{}
+	ids := make([]string, len(msgs))
+	for i := range msgs {
+		ids[i] = msgs[i].ContactID
+	}
+	contacts, err := h.store.ContactsByID(ctx, accountID, ids)
+	if err != nil {
+		return nil, err
+	}
 	rows := make([]deliveryRow, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		rows[i] = deliveryRow{Message: *m, Excerpt: excerpt(m), By: deliveryAuthors[m.Author]}
+		rows[i] = deliveryRow{Message: *m, Excerpt: excerpt(m), By: deliveryAuthors[m.Author], Name: m.ToID}
 		if m.By != nil && m.By.Email != "" {
 			rows[i].By = "Team (" + m.By.Email + ")"
 		}
-		name, ok := names[m.ContactID]
-		if !ok {
-			ct, err := h.store.ContactByID(ctx, accountID, m.ContactID)
-			switch {
-			case err == nil:
-				name = contactName(ct, m.ToID)
-			case models.ErrorCode(err) == models.CodeNotFound:
-				name = m.ToID
-			default:
-				return nil, err
-			}
-			names[m.ContactID] = name
+		if ct := contacts[m.ContactID]; ct != nil {
+			rows[i].Name = contactName(ct, m.ToID)
 		}
-		rows[i].Name = name
 	}
 	return rows, nil
 }

@@ -290,17 +290,19 @@ func dayRows(days []models.DayReport) []dayRow {
 
 // sendRows adds each send's contact name and its reason in words.
 func (h *Handler) sendRows(ctx context.Context, accountID string, sends []models.SendView) ([]sendRow, error) {
+	ids := make([]string, len(sends))
+	for i, s := range sends {
+		ids[i] = s.ContactID
+	}
+	contacts, err := h.store.ContactsByID(ctx, accountID, ids)
+	if err != nil {
+		return nil, err
+	}
 	rows := make([]sendRow, len(sends))
 	for i, s := range sends {
-		rows[i] = sendRow{SendView: s, Variant: strings.TrimPrefix(variantName(s.Variant), "Variant ")}
-		ct, err := h.store.ContactByID(ctx, accountID, s.ContactID)
-		switch {
-		case err == nil:
+		rows[i] = sendRow{SendView: s, Variant: strings.TrimPrefix(variantName(s.Variant), "Variant "), Name: s.ContactID}
+		if ct := contacts[s.ContactID]; ct != nil {
 			rows[i].Name = contactName(ct, "")
-		case models.ErrorCode(err) == models.CodeNotFound:
-			rows[i].Name = s.ContactID
-		default:
-			return nil, err
 		}
 		if s.Reason != nil {
 			rows[i].Reason = *s.Reason

@@ -299,11 +299,19 @@ func (h *Handler) alertsPage(c *fiber.Ctx) error {
 	for _, m := range members {
 		emails[m.ID] = m.Email
 	}
+	ids := make([]string, len(alerts))
+	for i, a := range alerts {
+		ids[i] = a.ContactID
+	}
+	contacts, err := h.store.ContactsByID(c.UserContext(), sess.AccountID, ids)
+	if err != nil {
+		return h.inboxFailure(c, err)
+	}
 	rows := make([]row, len(alerts))
 	for i, a := range alerts {
 		rows[i].Alert = a
-		if ct, err := h.store.ContactByID(c.UserContext(), sess.AccountID, a.ContactID); err == nil {
-			rows[i].Name = inboxFuncs["contactName"].(func(*models.Contact, string) string)(ct, "")
+		if ct := contacts[a.ContactID]; ct != nil {
+			rows[i].Name = contactName(ct, "")
 			if ct.AssigneeID != nil {
 				rows[i].Assignee = emails[*ct.AssigneeID]
 			}
