@@ -108,7 +108,7 @@ func campaignFormOf(cp *models.Campaign) campaignForm {
 	f := campaignForm{ID: cp.ID, Action: campaignPath(cp.ID) + "/edit", Name: cp.Name, Type: cp.Type, Language: cp.Language,
 		Channel: cp.Channel, Opening: cp.OpeningMessage, Goal: cp.Goal, Instructions: cp.BotInstructions,
 		FollowUps: cp.FollowUpsEnabled, Trigger: cp.TriggerOnListAdd, OpeningDelay: strconv.Itoa(cp.OpeningDelayMinutes),
-		Template: derefOr(cp.WhatsAppTemplate), Status: cp.Status}
+		Template: deref(cp.WhatsAppTemplate), Status: cp.Status}
 	if label, ok := strings.CutPrefix(cp.Channel, "custom:"); ok {
 		f.Channel, f.CustomLabel = "custom", label
 	}
@@ -127,7 +127,8 @@ func campaignFormOf(cp *models.Campaign) campaignForm {
 	return f
 }
 
-func derefOr(p *string) string {
+// deref is a text that may be absent, "" when it is (also the templates' deref).
+func deref(p *string) string {
 	if p == nil {
 		return ""
 	}

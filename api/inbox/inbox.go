@@ -213,12 +213,7 @@ var inboxFuncs = template.FuncMap{
 	},
 	"join": strings.Join,
 	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"deref": func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	},
+	"deref": deref,
 	"isImage": func(m models.Message) bool {
 		return m.MediaContentType != nil && embeddedImage(m) && previewable[*m.MediaContentType]
 	},
