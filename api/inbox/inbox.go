@@ -211,8 +211,8 @@ var inboxFuncs = template.FuncMap{
 		}
 		return author
 	},
-	"join": strings.Join,
-	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"join":  strings.Join,
+	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"deref": deref,
 	"isImage": func(m models.Message) bool {
 		return m.MediaContentType != nil && embeddedImage(m) && previewable[*m.MediaContentType]
