@@ -20,6 +20,10 @@ type offlineBot struct{}
 // "humanity" and "personal" do not.
 var handoffWords = map[string]bool{"human": true, "agent": true, "person": true, "representative": true}
 
+// readsHistory: the offline bot answers the contact's latest message alone, so the worker reads no
+// conversation for it (historyReader).
+func (offlineBot) readsHistory() bool { return false }
+
 func (offlineBot) Reply(_ context.Context, req BotRequest) (BotResponse, error) {
 	tx := offlineTextsFor(req.Language)
 	name := strings.TrimSpace(req.FirstName)

@@ -257,6 +257,9 @@ type optOutMatcher struct {
 	lang                string
 	phrases, messages   [][]string
 	notBefore, notAfter []string
+	// byFirst indexes phrases by their first word, so that a message is compared only with the
+	// phrases that can start at each of its words (there are hundreds, and every reply asks).
+	byFirst map[string][]int
 }
 
 var optOutMatchers = compileOptOut(optOutLanguages)
@@ -282,9 +285,16 @@ func compileOptOut(languages map[string]optOutLanguage) []optOutMatcher {
 	}
 	matchers := make([]optOutMatcher, 0, len(languages))
 	for lang, l := range languages {
-		matchers = append(matchers, optOutMatcher{
+		m := optOutMatcher{
 			lang: lang, phrases: all(l.phrases), messages: all(l.messages), notBefore: words(l.notBefore), notAfter: words(l.notAfter),
-		})
+			byFirst: map[string][]int{},
+		}
+		for i, p := range m.phrases {
+			if len(p) > 0 {
+				m.byFirst[p[0]] = append(m.byFirst[p[0]], i)
+			}
+		}
+		matchers = append(matchers, m)
 	}
 	return matchers
 }
@@ -297,19 +307,34 @@ func (m optOutMatcher) matches(words []string) bool {
 			return true
 		}
 	}
-	for _, p := range m.phrases {
-		for i := 0; i+len(p) <= len(words); i++ {
-			if !containsPhrase(words[i:i+len(p)], p) {
-				continue
-			}
-			if i > 0 && slices.Contains(m.notBefore, words[i-1]) {
-				continue
-			}
-			if j := i + len(p); j < len(words) && slices.Contains(m.notAfter, words[j]) {
-				continue
-			}
+	for i, w := range words {
+		// containsPhrase lets a word match with a plural -s, so a phrase may start at w or at w
+		// without its "s".
+		if m.phraseAt(words, i, m.byFirst[w]) {
 			return true
 		}
+		if stem := strings.TrimSuffix(w, "s"); stem != w && m.phraseAt(words, i, m.byFirst[stem]) {
+			return true
+		}
+	}
+	return false
+}
+
+// phraseAt reports whether one of the phrases numbered candidates starts at words[i] without a negation
+// right before or after it.
+func (m optOutMatcher) phraseAt(words []string, i int, candidates []int) bool {
+	for _, c := range candidates {
+		p := m.phrases[c]
+		if i+len(p) > len(words) || !containsPhrase(words[i:i+len(p)], p) {
+			continue
+		}
+		if i > 0 && slices.Contains(m.notBefore, words[i-1]) {
+			continue
+		}
+		if j := i + len(p); j < len(words) && slices.Contains(m.notAfter, words[j]) {
+			continue
+		}
+		return true
 	}
 	return false
 }

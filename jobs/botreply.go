@@ -70,7 +70,7 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	req, err := h.campaignBotRequest(ctx, campaign, contact, payer, in.ID)
+	req, err := h.campaignBotRequest(ctx, campaign, contact, payer, in)
 	if err != nil {
 		return err
 	}
@@ -204,8 +204,10 @@ func (h *Handler) conversationCampaign(ctx context.Context, in *models.Message, 
 
 // campaignBotRequest gathers the bot's context: the campaign's instructions, goal and language (the
 // account's when campaign is nil; acc is the contact's account when the caller has it loaded already)
-// and the conversation up to the message being answered (all of it when upTo is "").
-func (h *Handler) campaignBotRequest(ctx context.Context, campaign *models.Campaign, contact *models.Contact, acc *models.Account, upTo string) (BotRequest, error) {
+// and the conversation up to the message being answered (all of it when answering is nil, for a
+// follow-up). A bot that reads only the message it answers (historyReader) gets just that turn, with no
+// query for the rest.
+func (h *Handler) campaignBotRequest(ctx context.Context, campaign *models.Campaign, contact *models.Contact, acc *models.Account, answering *models.Message) (BotRequest, error) {
 	req := BotRequest{FirstName: contact.FirstName}
 	if campaign != nil {
 		req.Instructions, req.Goal, req.Language = campaign.BotInstructions, campaign.Goal, campaign.Language
@@ -218,25 +220,42 @@ func (h *Handler) campaignBotRequest(ctx context.Context, campaign *models.Campa
 		}
 		req.Instructions, req.Goal, req.Language = acc.BotInstructions, acc.BotGoal, acc.BotLanguage
 	}
+	if r, ok := h.Bot.(historyReader); ok && !r.readsHistory() {
+		if answering != nil {
+			req.History = []BotTurn{botTurn(answering)}
+		}
+		return req, nil
+	}
 	msgs, err := h.Store.RecentConversation(ctx, contact.ID, conversationWindow)
 	if err != nil {
 		return BotRequest{}, err
 	}
-	for _, m := range msgs {
-		if upTo != "" && m.ID > upTo {
+	for i := range msgs {
+		if answering != nil && msgs[i].ID > answering.ID {
 			break // written after the message being answered
 		}
-		role := BotRoleUser
-		if m.Direction == models.DirectionOutgoing {
-			role = BotRoleAssistant
-		}
-		text := m.Body
-		if m.MessageType == models.MessageTypeReaction {
-			text = "(reacted with " + m.Body + ")"
-		}
-		req.History = append(req.History, BotTurn{Role: role, Text: text})
+		req.History = append(req.History, botTurn(&msgs[i]))
 	}
 	return req, nil
+}
+
+// historyReader is a Bot that says whether it reads the conversation before the message it answers.
+// One that does not (the offline bot) saves the worker a query per reply.
+type historyReader interface {
+	readsHistory() bool
+}
+
+// botTurn is a stored message as the bot sees it.
+func botTurn(m *models.Message) BotTurn {
+	role := BotRoleUser
+	if m.Direction == models.DirectionOutgoing {
+		role = BotRoleAssistant
+	}
+	text := m.Body
+	if m.MessageType == models.MessageTypeReaction {
+		text = "(reacted with " + m.Body + ")"
+	}
+	return BotTurn{Role: role, Text: text}
 }
 
 // sendAlert enqueues an alert's webhook delivery when the account has an alert webhook.

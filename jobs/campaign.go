@@ -257,7 +257,7 @@ func (h *Handler) handleFollowUp(ctx context.Context, t *asynq.Task) error {
 	if err := h.pace(ctx, campaign, fmt.Sprintf("%s:followup:%d", send.ID, p.Step)); err != nil {
 		return err
 	}
-	req, err := h.campaignBotRequest(ctx, campaign, contact, nil, "")
+	req, err := h.campaignBotRequest(ctx, campaign, contact, nil, nil)
 	if err != nil {
 		return err
 	}

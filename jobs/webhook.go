@@ -105,11 +105,14 @@ func NewWebhookSender(timeout time.Duration, allowPrivate bool) *WebhookSender {
 		dialer.Control = guardConnection
 	}
 	transport := &http.Transport{
-		Proxy:                  nil, // a proxy would make the guard check the proxy's address, not the receiver's
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    4,
+		Proxy:             nil, // a proxy would make the guard check the proxy's address, not the receiver's
+		DialContext:       dialer.DialContext,
+		ForceAttemptHTTP2: true,
+		MaxIdleConns:      256,
+		// Most accounts' replies go to one host: with fewer idle connections per host than deliveries
+		// in flight, every delivery beyond them closed its connection and the next dialed a new one
+		// (a TCP handshake, and a TLS one in production, per reply under load).
+		MaxIdleConnsPerHost:    64,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    timeout,
 		MaxResponseHeaderBytes: maxWebhookResponseBytes,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -81,12 +82,43 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 	mux.HandleFunc(TypeAutoRecharge, h.handleRecharge)
 }
 
-// Worker is an asynq server on the service's queues, with the scheduler that enqueues the sweep.
+// Worker is the asynq servers on the service's queues, with the scheduler that enqueues the sweep.
+//
+// An asynq server fetches its tasks one at a time, in one loop, each fetch a round trip per queue it
+// tries until one has a task (the weighted order tries about 2.4 queues for a bot reply). Under load
+// that loop, not the handlers, caps the replies a process answers. So a worker runs, beside the server
+// for all four queues, servers that take only bot replies (the default queue), each with its own loop:
+// bot replies are fetched in parallel and in one round trip each, while deliveries, campaign sends and
+// the low queue keep their weighted priority on the first server (which takes bot replies too).
 type Worker struct {
-	srv       *asynq.Server
+	srvs      []*asynq.Server
 	mux       *asynq.ServeMux
 	scheduler *asynq.Scheduler
 	sweep     time.Duration
+}
+
+// replyServers is how many bot-reply-only servers a worker runs beside the all-queue one, and
+// concurrencies how WORKER_CONCURRENCY is shared among them: the all-queue server keeps a quarter (at
+// least 2); below 6 a single server takes everything, as one loop keeps up with so few tasks.
+func concurrencies(total int) []int {
+	const replyServers = 2
+	if total < 6 {
+		return []int{total}
+	}
+	all := max(total/4, 2)
+	out := []int{all}
+	rest := total - all
+	for i := range replyServers {
+		out = append(out, rest/replyServers+btoi(i < rest%replyServers))
+	}
+	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // NewWorker builds a worker that processes the queues on redisOpt with h's handlers.
@@ -95,22 +127,29 @@ func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log 
 	mux.Use(h.logTasks)
 	h.Register(mux)
 	logger := asynqLogger{log: log.With("component", "asynq")}
-	srv := asynq.NewServer(redisOpt, asynq.Config{
-		Concurrency:     cfg.WorkerConcurrency,
-		Queues:          QueuePriorities,
-		ShutdownTimeout: shutdownTimeout,
-		// asynq polls an empty queue every second and forwards scheduled tasks every five by default;
-		// both would add that much latency to replies and jitter to campaign pacing.
-		TaskCheckInterval:        50 * time.Millisecond,
-		DelayedTaskCheckInterval: 500 * time.Millisecond,
-		RetryDelayFunc:           retryDelay(cfg.WebhookRetrySchedule, h.BotRetryDelays),
-		IsFailure:                isFailure,
-		Logger:                   logger,
-		LogLevel:                 asynqLevel(cfg.LogLevel),
-		ErrorHandler:             taskFailed(log),
-	})
-	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: logger, LogLevel: asynqLevel(cfg.LogLevel)})
-	return &Worker{srv: srv, mux: mux, scheduler: scheduler, sweep: cfg.SweepInterval}
+	w := &Worker{mux: mux, sweep: cfg.SweepInterval}
+	for i, n := range concurrencies(cfg.WorkerConcurrency) {
+		queues := QueuePriorities
+		if i > 0 {
+			queues = map[string]int{QueueDefault: 1}
+		}
+		w.srvs = append(w.srvs, asynq.NewServer(redisOpt, asynq.Config{
+			Concurrency:     n,
+			Queues:          queues,
+			ShutdownTimeout: shutdownTimeout,
+			// asynq polls an empty queue every second and forwards scheduled tasks every five by
+			// default; both would add that much latency to replies and jitter to campaign pacing.
+			TaskCheckInterval:        50 * time.Millisecond,
+			DelayedTaskCheckInterval: 500 * time.Millisecond,
+			RetryDelayFunc:           retryDelay(cfg.WebhookRetrySchedule, h.BotRetryDelays),
+			IsFailure:                isFailure,
+			Logger:                   logger,
+			LogLevel:                 asynqLevel(cfg.LogLevel),
+			ErrorHandler:             taskFailed(log),
+		}))
+	}
+	w.scheduler = asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: logger, LogLevel: asynqLevel(cfg.LogLevel)})
+	return w
 }
 
 // Start begins processing and scheduling in the background.
@@ -123,18 +162,30 @@ func (w *Worker) Start() error {
 	if err := w.scheduler.Start(); err != nil {
 		return fmt.Errorf("start scheduler: %w", err)
 	}
-	if err := w.srv.Start(w.mux); err != nil {
-		w.scheduler.Shutdown()
-		return fmt.Errorf("start worker: %w", err)
+	for i, srv := range w.srvs {
+		if err := srv.Start(w.mux); err != nil {
+			for _, started := range w.srvs[:i] {
+				started.Shutdown()
+			}
+			w.scheduler.Shutdown()
+			return fmt.Errorf("start worker: %w", err)
+		}
 	}
 	return nil
 }
 
 // Shutdown stops fetching tasks and waits up to the shutdown timeout for running ones; unfinished tasks
-// go back to their queue.
+// go back to their queue. The servers stop together, so the wait is one timeout, not one per server.
 func (w *Worker) Shutdown() {
 	w.scheduler.Shutdown()
-	w.srv.Shutdown()
+	for _, srv := range w.srvs {
+		srv.Stop() // no new tasks anywhere first
+	}
+	var wg sync.WaitGroup
+	for _, srv := range w.srvs {
+		wg.Go(srv.Shutdown)
+	}
+	wg.Wait()
 }
 
 // asynqLogger sends asynq's own log lines to slog.
