@@ -407,3 +407,36 @@ func TestMediaLinksAreCheckedByTheWorker(t *testing.T) {
 		})
 	}
 }
+
+// The offline bot answers the message its task is for, even when the contact wrote more than a
+// conversation window's worth of messages after it before the worker got to it (a backlog): each reply
+// quotes its own message.
+func TestOfflineBotAnswersEachMessageOfABacklog(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	const n = 25 // more than the 20 messages the bot's conversation window holds
+	for i := range n {
+		expect(t, incoming(t, srv, key, fmt.Sprintf("backlog-%d", i), "visitor-backlog", fmt.Sprintf("question number %d", i)), http.StatusOK, "")
+	}
+	startWorker(t)
+	waitFor(t, 20*time.Second, "a reply to every message", func() bool { return len(hook.deliveries()) >= n })
+	quoted := map[string]int{}
+	for _, d := range hook.deliveries() {
+		var payload struct{ Body string }
+		if err := json.Unmarshal(d.Body, &payload); err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := strings.Cut(payload.Body, `Thanks for your message: "`)
+		quote, _, closed := strings.Cut(rest, `"`)
+		if !ok || !closed {
+			t.Fatalf("a reply without the quote of its message: %q", payload.Body)
+		}
+		quoted[quote]++
+	}
+	for i := range n {
+		if q := fmt.Sprintf("question number %d", i); quoted[q] != 1 {
+			t.Errorf("%q quoted by %d replies, want 1 (all: %v)", q, quoted[q], quoted)
+		}
+	}
+}
