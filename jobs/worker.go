@@ -89,7 +89,9 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 // that loop, not the handlers, caps the replies a process answers. So a worker runs, beside the server
 // for all four queues, servers that take only bot replies (the default queue), each with its own loop:
 // bot replies are fetched in parallel and in one round trip each, while deliveries, campaign sends and
-// the low queue keep their weighted priority on the first server (which takes bot replies too).
+// the low queue keep their weighted priority on the first server (which takes bot replies too). The
+// reply servers' slots are also a bulkhead: receivers that hang until their timeout can hold the first
+// server's slots, not every slot of the process.
 type Worker struct {
 	srvs      []*asynq.Server
 	mux       *asynq.ServeMux
@@ -97,15 +99,16 @@ type Worker struct {
 	sweep     time.Duration
 }
 
-// replyServers is how many bot-reply-only servers a worker runs beside the all-queue one, and
-// concurrencies how WORKER_CONCURRENCY is shared among them: the all-queue server keeps a quarter (at
-// least 2); below 6 a single server takes everything, as one loop keeps up with so few tasks.
+// concurrencies shares WORKER_CONCURRENCY among a worker's servers: the all-queue server keeps half (at
+// least 2), since campaign sends, delivery retries and alerts run only there and a slow receiver holds
+// a slot for its whole timeout; two bot-reply servers share the other half. Below 6 a single server
+// takes everything, as one loop keeps up with so few tasks.
 func concurrencies(total int) []int {
 	const replyServers = 2
 	if total < 6 {
 		return []int{total}
 	}
-	all := max(total/4, 2)
+	all := max(total/2, 2)
 	out := []int{all}
 	rest := total - all
 	for i := range replyServers {

@@ -12,7 +12,7 @@ func TestConcurrenciesShareWorkerConcurrency(t *testing.T) {
 		want  []int
 	}{
 		{1, []int{1}}, {5, []int{5}}, // one loop keeps up with so few tasks
-		{6, []int{2, 2, 2}}, {7, []int{2, 3, 2}}, {20, []int{5, 8, 7}}, {100, []int{25, 38, 37}},
+		{6, []int{3, 2, 1}}, {7, []int{3, 2, 2}}, {20, []int{10, 5, 5}}, {21, []int{10, 6, 5}}, {100, []int{50, 25, 25}},
 	} {
 		got := concurrencies(tc.total)
 		if !slices.Equal(got, tc.want) {
