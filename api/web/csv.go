@@ -14,6 +14,12 @@ import (
 // stops reading must not hold a database connection for ever.
 const csvStreamTimeout = 10 * time.Minute
 
+// csvWriteTimeout is how long one flush of a download may wait for the client. The server's
+// WriteTimeout is set once per response, so a download taking longer than it in all (a large export on
+// a busy machine) was cut off mid-file; each flush now moves the connection's write deadline on instead,
+// and only a client that stops reading is cut.
+const csvWriteTimeout = 30 * time.Second
+
 // CSVRows produces a download's rows, calling write for each in order, and stops at write's first
 // error.
 type CSVRows func(ctx context.Context, write func([]string) error) error
@@ -30,9 +36,16 @@ func StreamCSV(c *fiber.Ctx, log *slog.Logger, what, filename string, header []s
 	if c.Method() == fiber.MethodHead {
 		return nil
 	}
+	conn := c.Context().Conn()
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		ctx, cancel := context.WithTimeout(reqCtx, csvStreamTimeout)
 		defer cancel()
+		flush := func() error {
+			if conn != nil {
+				_ = conn.SetWriteDeadline(time.Now().Add(csvWriteTimeout))
+			}
+			return w.Flush()
+		}
 		out := csv.NewWriter(w)
 		_ = out.Write(header)
 		n := 0
@@ -45,13 +58,13 @@ func StreamCSV(c *fiber.Ctx, log *slog.Logger, what, filename string, header []s
 				if err := out.Error(); err != nil {
 					return err
 				}
-				return w.Flush() // a gone client ends the download here
+				return flush() // a gone client ends the download here
 			}
 			return nil
 		})
 		out.Flush()
 		if err == nil {
-			err = w.Flush()
+			err = flush()
 		}
 		if err != nil {
 			log.WarnContext(ctx, what+" ended early", "rows", n, "error", err.Error())

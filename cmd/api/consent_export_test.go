@@ -68,6 +68,7 @@ func TestConsentExportStreamsInFlatMemory(t *testing.T) {
 		var peak atomic.Int64
 		peak.Store(rssKiB(t, pid))
 		done := make(chan struct{})
+		defer close(done) // also when the export fails: the sampler must not outlive the test
 		go func() {
 			for {
 				select {
@@ -114,7 +115,6 @@ func TestConsentExportStreamsInFlatMemory(t *testing.T) {
 			rows++
 		}
 		took = time.Since(start)
-		close(done)
 		return rows, took, peak.Load()
 	}
 	smallRows, smallTook, smallPeak := export(t0.Add(small * time.Second))
