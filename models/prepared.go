@@ -9,7 +9,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Prepared statements for the worker's hot queries on PostgreSQL. bun writes every argument into the
+// Prepared statements for the hot queries on PostgreSQL (the worker's, and the api's ingest). bun writes every argument into the
 // SQL text, so PostgreSQL parses and plans each query anew, and for these queries planning costs more
 // than running them: MessageForWork's three-table join runs 3,300 times a second unprepared and 16,700
 // prepared (pgbench -M simple vs -M prepared, 4 clients, on the 2-core machine of README
