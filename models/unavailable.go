@@ -35,9 +35,12 @@ func IsUnavailable(err error) bool {
 		errors.Is(err, redis.ErrPoolTimeout):
 		return true
 	case errors.As(err, &pgErr):
-		// Class 08 is "connection exception"; 57P0x is a server shutting down or starting up.
+		// Class 08 is "connection exception"; 57P0x is a server shutting down or starting up; class 53
+		// is "insufficient resources", above all 53300, a server (or role, or database) at its
+		// connection limit: the processes' pools together asked for more than max_connections, and a
+		// connection freed elsewhere lets the retry in.
 		state := pgErr.Field('C')
-		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P")
+		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P") || strings.HasPrefix(state, "53")
 	}
 	return false
 }

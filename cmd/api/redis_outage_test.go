@@ -97,11 +97,13 @@ func outageUnderLoad(t *testing.T, email string, backends []string, store *model
 	time.Sleep(3 * time.Second) // normal load
 	load.outage.Store(true)
 	stoppedAt := time.Now()
+	procs := []*process{d.api, d.worker} // every process's log, for a failure's story
 	f.down(d)
 	time.Sleep(5 * time.Second)
 	readyDuringOutage := readyzStatus(base)
 	time.Sleep(5 * time.Second)
 	f.up(d)
+	procs = append(procs, d.api, d.worker)
 	restartedAt := time.Now()
 	load.outage.Store(false)
 	time.Sleep(3 * time.Second) // load after the restart
@@ -175,6 +177,7 @@ func outageUnderLoad(t *testing.T, email string, backends []string, store *model
 	}
 	if len(duplicated) > 0 {
 		t.Errorf("%d duplicated replies: %v", len(duplicated), firstFew(duplicated))
+		logLinesAbout(t, procs, sink.duplicatedIDs())
 	}
 	// Every reply also shows as sent: a delivery whose attempt could not be recorded during the outage
 	// must not stay pending (or be archived) for good.
@@ -313,6 +316,40 @@ func newReplySink(t *testing.T, hold time.Duration) *replySink {
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// duplicatedIDs is the webhook-ids delivered more than once.
+func (s *replySink) duplicatedIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id, n := range s.deliveries {
+		if n > 1 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// logLinesAbout logs, for the first few ids, every line of the processes' output that names one: what
+// the worker did with a reply that went twice.
+func logLinesAbout(t *testing.T, procs []*process, ids []string) {
+	t.Helper()
+	for _, id := range firstFew(ids) {
+		seen := map[*process]bool{} // a process not restarted is in procs twice
+		for i, p := range procs {
+			if p == nil || seen[p] {
+				continue
+			}
+			seen[p] = true
+			for _, line := range strings.Split(p.output(), "\n") {
+				if strings.Contains(line, id) {
+					t.Logf("process %d: %s", i, line)
+				}
+			}
+		}
+	}
 }
 
 func (s *replySink) repliesTo(toID string) int {
