@@ -64,7 +64,10 @@ type Config struct {
 	BotReplyCredits float64
 
 	WorkerConcurrency int
-	SweepInterval     time.Duration
+	// DatabasePoolSize is DATABASE_POOL_SIZE: PostgreSQL connections per process, 0 for each process's
+	// default (see APIDatabasePool and WorkerDatabasePool).
+	DatabasePoolSize int
+	SweepInterval    time.Duration
 	// MetricsPort is where a separate worker process serves /metrics (0: not served). The api serves
 	// /metrics on PORT.
 	MetricsPort int
@@ -136,6 +139,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.BotLLMModel = r.str("BOT_LLM_MODEL", "")
 	c.BotReplyCredits = r.nonNegativeFloat("BOT_REPLY_CREDITS", 1)
 	c.WorkerConcurrency = r.intRange("WORKER_CONCURRENCY", 20, 1, 10_000)
+	c.DatabasePoolSize = r.intRange("DATABASE_POOL_SIZE", 0, 1, 10_000)
 	c.SweepInterval = r.duration("SWEEP_INTERVAL", time.Minute)
 	c.MetricsPort = r.intRange("METRICS_PORT", 0, 0, 65535)
 	c.AdminUser = r.str("ADMIN_USER", "")
@@ -159,6 +163,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.SecretsKeyPrevious != nil && c.SecretsKey == nil {
 		return nil, errors.New("config: SECRETS_KEY_PREVIOUS: set only beside SECRETS_KEY (the new key), while rotating")
+	}
+	if c.DatabasePoolSize > 0 && c.DatabasePoolSize < c.WorkerConcurrency+workerPoolHeadroom {
+		return nil, fmt.Errorf("config: DATABASE_POOL_SIZE: must be at least WORKER_CONCURRENCY + %d (%d), got %d: "+
+			"a worker's task may hold one connection while it writes on another; lower WORKER_CONCURRENCY to use fewer",
+			workerPoolHeadroom, c.WorkerConcurrency+workerPoolHeadroom, c.DatabasePoolSize)
 	}
 	if c.BotLLMBaseURL != "" && c.BotLLMModel == "" {
 		return nil, errors.New("config: BOT_LLM_MODEL: required when BOT_LLM_BASE_URL is set")
@@ -189,6 +198,36 @@ func (c *Config) loadSentinel(getenv func(string) string) error {
 		c.RedisSentinelAddrs = append(c.RedisSentinelAddrs, a)
 	}
 	return nil
+}
+
+// apiDatabasePool is an api process's default PostgreSQL pool. database/sql keeps only two idle
+// connections by default, so under concurrent requests it would open and close a connection (a
+// PostgreSQL backend process) for nearly every request; the pool is kept open instead. Incoming
+// messages share batched writes and keys are checked in Redis, so a small pool serves thousands of
+// requests a second; it is small so that a few api and worker processes fit in PostgreSQL's default 100
+// connections.
+const apiDatabasePool = 16
+
+// workerPoolHeadroom is how many connections a worker keeps beyond one per task: a campaign send holds
+// its contact's consent (a transaction) while it records the attempt on a second connection, so a pool
+// of exactly WORKER_CONCURRENCY could leave every task waiting for a connection another one holds.
+const workerPoolHeadroom = 2
+
+// APIDatabasePool is an api process's PostgreSQL pool size: DATABASE_POOL_SIZE, else 16.
+func (c *Config) APIDatabasePool() int {
+	if c.DatabasePoolSize > 0 {
+		return c.DatabasePoolSize
+	}
+	return apiDatabasePool
+}
+
+// WorkerDatabasePool is a worker process's PostgreSQL pool size: DATABASE_POOL_SIZE (at least
+// WORKER_CONCURRENCY + 2, checked by Load), else WORKER_CONCURRENCY + 5.
+func (c *Config) WorkerDatabasePool() int {
+	if c.DatabasePoolSize > 0 {
+		return c.DatabasePoolSize
+	}
+	return c.WorkerConcurrency + 5
 }
 
 // TLSEnabled reports whether the api terminates TLS itself.

@@ -159,6 +159,7 @@ func TestLoadValues(t *testing.T) {
 		"BOT_LLM_MODEL":             "gpt-4o-mini",
 		"BOT_REPLY_CREDITS":         "0.5",
 		"WORKER_CONCURRENCY":        "3",
+		"DATABASE_POOL_SIZE":        "5",
 		"SWEEP_INTERVAL":            "30s",
 		"METRICS_PORT":              "9090",
 		"ADMIN_USER":                "ops",
@@ -193,6 +194,7 @@ func TestLoadValues(t *testing.T) {
 		BotLLMModel:            "gpt-4o-mini",
 		BotReplyCredits:        0.5,
 		WorkerConcurrency:      3,
+		DatabasePoolSize:       5,
 		SweepInterval:          30 * time.Second,
 		MetricsPort:            9090,
 		AdminUser:              "ops",
@@ -224,6 +226,18 @@ func TestLoadValues(t *testing.T) {
 			}
 		})
 	}
+	t.Run("DATABASE_POOL_SIZE sizes the api's and the worker's pools", func(t *testing.T) {
+		if api, worker := got.APIDatabasePool(), got.WorkerDatabasePool(); api != 5 || worker != 5 {
+			t.Errorf("pools with DATABASE_POOL_SIZE=5: api %d, worker %d; want 5 and 5", api, worker)
+		}
+		unset, err := config.Load(env(map[string]string{"WORKER_CONCURRENCY": "8"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if api, worker := unset.APIDatabasePool(), unset.WorkerDatabasePool(); api != 16 || worker != 13 {
+			t.Errorf("pools unset, WORKER_CONCURRENCY=8: api %d, worker %d; want 16 and 13 (WORKER_CONCURRENCY + 5)", api, worker)
+		}
+	})
 	t.Run("zero bot reply credits are allowed", func(t *testing.T) {
 		got, err := config.Load(env(map[string]string{"BOT_REPLY_CREDITS": "0"}))
 		if err != nil {
@@ -354,6 +368,10 @@ func TestLoadInvalid(t *testing.T) {
 		{"BOT_REPLY_CREDITS infinite", map[string]string{"BOT_REPLY_CREDITS": "+Inf"}, "BOT_REPLY_CREDITS"},
 		{"BOT_REPLY_CREDITS not a number", map[string]string{"BOT_REPLY_CREDITS": "one"}, "BOT_REPLY_CREDITS"},
 		{"WORKER_CONCURRENCY zero", map[string]string{"WORKER_CONCURRENCY": "0"}, "WORKER_CONCURRENCY"},
+		{"DATABASE_POOL_SIZE zero", map[string]string{"DATABASE_POOL_SIZE": "0"}, "DATABASE_POOL_SIZE"},
+		{"DATABASE_POOL_SIZE not a number", map[string]string{"DATABASE_POOL_SIZE": "many"}, "DATABASE_POOL_SIZE"},
+		{"DATABASE_POOL_SIZE below WORKER_CONCURRENCY + 2", map[string]string{"DATABASE_POOL_SIZE": "21"}, "DATABASE_POOL_SIZE"},
+		{"DATABASE_POOL_SIZE below a lowered WORKER_CONCURRENCY + 2", map[string]string{"DATABASE_POOL_SIZE": "6", "WORKER_CONCURRENCY": "5"}, "DATABASE_POOL_SIZE"},
 		{"METRICS_PORT out of range", map[string]string{"METRICS_PORT": "70000"}, "METRICS_PORT"},
 		{"METRICS_PORT not a number", map[string]string{"METRICS_PORT": "metrics"}, "METRICS_PORT"},
 		{"SWEEP_INTERVAL zero", map[string]string{"SWEEP_INTERVAL": "0"}, "SWEEP_INTERVAL"},

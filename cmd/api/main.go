@@ -28,18 +28,11 @@ func main() {
 	}
 }
 
-// apiPoolSize is the api's PostgreSQL connection pool. database/sql keeps only two idle connections by
-// default, so under concurrent requests it would open and close a connection (a PostgreSQL backend
-// process) for nearly every request; the pool is kept open instead. Incoming messages share batched
-// writes and keys are checked in Redis, so a small pool serves thousands of requests a second; it is
-// small so that a few api and worker processes fit in PostgreSQL's default 100 connections.
-const apiPoolSize = 16
-
 func run(cfg *config.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	store, err := boot.OpenStore(cfg, apiPoolSize)
+	store, err := boot.OpenStore(cfg, cfg.APIDatabasePool())
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func run(cfg *config.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	store, err := boot.OpenStore(cfg, cfg.WorkerConcurrency+5)
+	store, err := boot.OpenStore(cfg, cfg.WorkerDatabasePool())
 	if err != nil {
 		return err
 	}
