@@ -125,7 +125,6 @@ func (h *Handler) retryDelivery(c *fiber.Ctx) error {
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeConflict {
 			// Retried meanwhile (another Retry, Retry all failed, someone else): it is not failed now.
-			// (The store's words hold a ";", which ends a flash cookie's value.)
 			if m, lookErr := h.store.MessageByID(c.UserContext(), sess.AccountID, c.Params("id")); lookErr == nil {
 				return h.done(c, back, false, "Nothing was queued: that message is "+m.Status+" now, not failed.")
 			}

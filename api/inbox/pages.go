@@ -40,6 +40,7 @@ func (h *Handler) view(c *fiber.Ctx, title, nav string, data any) inboxView {
 	sess := sessionOf(c)
 	v := inboxView{Title: title, Nav: nav, User: sess.User, CSRF: sess.CSRFToken, Data: data}
 	if f := c.Cookies(flashCookie); f != "" && c.Get("X-Inbox-Live") == "" {
+		f, _ = url.QueryUnescape(f) // escaped by done; an unreadable one shows as empty
 		kind, rest, _ := strings.Cut(f, ":")
 		v.FlashOK = kind == "ok"
 		v.FlashFor, v.Flash, _ = strings.Cut(rest, ":")
@@ -66,7 +67,9 @@ func (h *Handler) done(c *fiber.Ctx, to string, ok bool, message string) error {
 	if i := strings.IndexByte(to, '#'); i >= 0 {
 		section = to[i+1:]
 	}
-	h.setCookie(c, flashCookie, prefix+section+":"+message, 60)
+	// Escaped: a ";" would end the cookie's value, and clients drop or cut values with quotes, spaces
+	// or non-ASCII characters, which messages naming a user's input hold.
+	h.setCookie(c, flashCookie, url.QueryEscape(prefix+section+":"+message), 60)
 	return c.Redirect(safeNext(to), fiber.StatusSeeOther)
 }
 
