@@ -12,8 +12,9 @@ import (
 // Prepared statements for the hot queries on PostgreSQL (the worker's, and the api's ingest). bun
 // writes every argument into the SQL text, so PostgreSQL parses and plans each query anew, and for
 // these queries planning costs more than running them: MessageForWork's three-table join runs 3,300
-// times a second unprepared and 16,700 prepared (pgbench -M simple vs -M prepared, 4 clients, on the 2-core machine of README
-// "Performance"), and planning was the largest part of PostgreSQL's CPU in an end-to-end load run.
+// times a second unprepared and 16,700 prepared (pgbench -M simple vs -M prepared, 4 clients, on the
+// 2-core machine of README "Performance"), and planning was the largest part of PostgreSQL's CPU in
+// an end-to-end load run.
 // SQLite keeps bun's plain queries.
 
 // statements holds a Store's prepared statements by name. database/sql prepares each on every pooled
