@@ -282,8 +282,40 @@ func TestEventsStream(t *testing.T) {
 	})
 }
 
-// The worker's changes reach the stream: the bot's reply as it is stored and as it is delivered, and
-// a handoff's alert as it is raised and resolved.
+// A model's reply is stored before it is sent (a rerun would ask the model again), so the stream tells
+// it twice: created pending, then updated sent. Its id is a fresh one, not the offline bot's derived id.
+func TestEventsFollowAModelsReply(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	llm := newFakeLLM(t, func(int) (int, map[string]any) {
+		return 200, map[string]any{"role": "assistant", "content": "We open at nine."}
+	})
+	llmWorker(t, llm)
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	s := openEvents(t, srv, key)
+
+	in := incoming(t, srv, key, "wm-1", "mona", "when do you open?").JSON(t)["messageId"].(string)
+	reply := s.expect(t, 10*time.Second, models.EventMessageCreated, func(m map[string]any) bool { return m["replyToId"] == in })
+	checkRecord(t, models.EventMessageCreated, reply)
+	if reply["status"] != "pending" || reply["attempts"] != float64(0) || reply["body"] != "We open at nine." {
+		t.Fatalf("the model's reply as created: %v", reply)
+	}
+	if reply["id"] == models.BotReplyID(in) {
+		t.Fatalf("the model's reply has the derived id %v of a reply sent before it is stored", reply["id"])
+	}
+	sent := s.expect(t, 10*time.Second, models.EventMessageUpdated, func(m map[string]any) bool { return m["id"] == reply["id"] })
+	checkRecord(t, models.EventMessageUpdated, sent)
+	if sent["status"] != "sent" || sent["sentAt"] == nil || sent["attempts"] != float64(1) {
+		t.Fatalf("the model's reply as delivered: %v", sent)
+	}
+	if d := hook.deliveries(); len(d) != 1 || d[0].Header.Get("webhook-id") != reply["id"] {
+		t.Fatalf("deliveries %v, want one under the reply's id %v", len(d), reply["id"])
+	}
+}
+
+// The worker's changes reach the stream: the bot's reply as it is stored (the offline bot's is stored
+// once, delivered already; a model's as it is stored and as it is delivered, TestEventsFollowAModelsReply),
+// and a handoff's alert as it is raised and resolved.
 func TestEventsFollowTheWorker(t *testing.T) {
 	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
 	startWorker(t)
@@ -295,13 +327,9 @@ func TestEventsFollowTheWorker(t *testing.T) {
 	s.expect(t, 2*time.Second, models.EventMessageCreated, func(m map[string]any) bool { return m["id"] == in })
 	reply := s.expect(t, 10*time.Second, models.EventMessageCreated, func(m map[string]any) bool { return m["replyToId"] == in })
 	checkRecord(t, models.EventMessageCreated, reply)
-	if reply["direction"] != "outgoing" || reply["authorType"] != "bot" || reply["status"] != "pending" {
+	if reply["direction"] != "outgoing" || reply["authorType"] != "bot" || reply["status"] != "sent" ||
+		reply["sentAt"] == nil || reply["attempts"] != float64(1) || reply["id"] != models.BotReplyID(in) {
 		t.Fatalf("the bot reply as created: %v", reply)
-	}
-	sent := s.expect(t, 10*time.Second, models.EventMessageUpdated, func(m map[string]any) bool { return m["id"] == reply["id"] })
-	checkRecord(t, models.EventMessageUpdated, sent)
-	if sent["status"] != "sent" || sent["sentAt"] == nil || sent["attempts"] != float64(1) {
-		t.Fatalf("the bot reply as delivered: %v", sent)
 	}
 	if n := len(hook.deliveries()); n != 1 {
 		t.Fatalf("%d deliveries", n)

@@ -24,6 +24,10 @@ var handoffWords = map[string]bool{"human": true, "agent": true, "person": true,
 // conversation for it (historyReader).
 func (offlineBot) readsHistory() bool { return false }
 
+// repeatable: the offline bot's reply is a function of the message, the contact's first name and the
+// bot settings, computed at once, so its replies may be sent before they are stored (repeatableBot).
+func (offlineBot) repeatable() bool { return true }
+
 func (offlineBot) Reply(_ context.Context, req BotRequest) (BotResponse, error) {
 	tx := offlineTextsFor(req.Language)
 	name := strings.TrimSpace(req.FirstName)

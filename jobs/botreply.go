@@ -128,6 +128,11 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if campaign != nil {
 		campaignID = &campaign.ID
 	}
+	if h.sendsBeforeStoring(payer) {
+		reply := models.NewBotReply(in, campaignID, resp.Text)
+		reply.Contact = contact // its consent as read when this task began, a moment ago
+		return h.deliverFirst(ctx, reply, payer)
+	}
 	reply, event, err := h.Store.CreateBotReply(ctx, in, campaignID, resp.Text, payer, h.botReplyCost())
 	if errors.Is(err, models.ErrNoCredits) {
 		return h.outOfCredits(ctx, in)
@@ -237,6 +242,23 @@ func (h *Handler) campaignBotRequest(ctx context.Context, campaign *models.Campa
 		req.History = append(req.History, botTurn(&msgs[i]))
 	}
 	return req, nil
+}
+
+// sendsBeforeStoring says whether this worker's bot replies go out before they are stored (deliverFirst:
+// one write per answered message instead of two). That takes a bot whose rerun writes the same reply
+// (repeatableBot), so that a process dying between the send and the record cannot leave the receiver
+// and the conversation with two different texts under one id, and that answers at once, so that the
+// contact's consent read as the task began is still current when the reply goes; and a reply nobody
+// pays for, since a charged one takes its credits before it is sent.
+func (h *Handler) sendsBeforeStoring(payer *models.Account) bool {
+	r, ok := h.Bot.(repeatableBot)
+	return ok && r.repeatable() && !models.ChargesBotReply(payer, h.botReplyCost())
+}
+
+// repeatableBot is a Bot that says whether it answers the same message with the same reply every
+// time, at once (the offline bot). A model does not.
+type repeatableBot interface {
+	repeatable() bool
 }
 
 // historyReader is a Bot that says whether it reads the conversation before the message it answers.

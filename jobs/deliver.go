@@ -66,10 +66,44 @@ func (h *Handler) deliverInline(ctx context.Context, m *models.Message, acc *mod
 	return h.Queue.DeliverRetry(ctx, m.ID, m.DeliveryRound, 1, *next)
 }
 
+// deliverFirst sends the bot's reply, built but not stored (models.NewBotReply), and then stores it
+// with the outcome of that first attempt, the attempt, and its incoming message as answered, in one
+// write (models.RecordBotReply), instead of storing it pending, sending it, and recording the attempt.
+// It is for a reply that a rerun of the bot task writes again word for word under the same id: a
+// process that dies between the receiver's answer and the record leaves the incoming message owed a
+// reply, and the rerun (or the sweep's) sends the same reply under the same webhook-id. A failed attempt
+// that may be retried leaves a delivery task, as deliverInline's does.
+func (h *Handler) deliverFirst(ctx context.Context, reply *models.Message, acc *models.Account) error {
+	payload, err := json.Marshal(DeliverPayload{MessageID: reply.ID, Round: reply.DeliveryRound})
+	if err != nil {
+		return err
+	}
+	record := func(ctx context.Context, out models.AttemptOutcome) error {
+		_, err := h.Store.RecordBotReply(ctx, reply, out)
+		return err
+	}
+	next, err := h.attemptWith(ctx, reply, acc, 0, payload, record)
+	if errors.Is(err, asynq.SkipRetry) {
+		return nil // failed for good, and recorded so: the bot's task itself succeeded
+	}
+	if err != nil || next == nil {
+		return err
+	}
+	return h.Queue.DeliverRetry(ctx, reply.ID, reply.DeliveryRound, 1, *next)
+}
+
 // attempt makes attempt number n (0-based, within the message's delivery round) to deliver m and
 // records it. It returns when the next attempt is due, or nil when there is none (sent, or failed for
 // good); m.Error is the failure's error then.
 func (h *Handler) attempt(ctx context.Context, m *models.Message, acc *models.Account, n int, payload []byte) (*time.Time, error) {
+	return h.attemptWith(ctx, m, acc, n, payload, func(ctx context.Context, out models.AttemptOutcome) error {
+		return h.Store.RecordAttempt(ctx, m.ID, out)
+	})
+}
+
+// attemptWith is attempt with the attempt recorded by record.
+func (h *Handler) attemptWith(ctx context.Context, m *models.Message, acc *models.Account, n int, payload []byte,
+	record func(context.Context, models.AttemptOutcome) error) (*time.Time, error) {
 	transport, ok := h.transports()[m.Transport]
 	if !ok {
 		return nil, fmt.Errorf("deliver %s: unknown transport %q: %w", m.ID, m.Transport, asynq.SkipRetry)
@@ -99,7 +133,7 @@ func (h *Handler) attempt(ctx context.Context, m *models.Message, acc *models.Ac
 	if res.OK() {
 		out.Error = ""
 		deliveries.WithLabelValues(m.Transport, "sent").Inc()
-		if err := h.recordSent(ctx, m.ID, out); err != nil {
+		if err := h.recordSent(ctx, record, out); err != nil {
 			return nil, err
 		}
 		if m.Author == models.AuthorCampaign {
@@ -113,7 +147,7 @@ func (h *Handler) attempt(ctx context.Context, m *models.Message, acc *models.Ac
 		next := nextAttempt(schedule, n, payload, res.RetryAfter)
 		out.NextAttemptAt = &next
 	}
-	if err := h.Store.RecordAttempt(ctx, m.ID, out); err != nil {
+	if err := record(ctx, out); err != nil {
 		return nil, err
 	}
 	m.Error = &res.Error
@@ -152,9 +186,9 @@ func (h *Handler) settleOpening(ctx context.Context, messageID string, delivered
 // recordSent records a delivery the receiver accepted. Failing here would retry the task and send the
 // message again, so an outage of our own database is waited out instead (until the task's deadline);
 // only a worker that dies meanwhile leaves a repeat, which the receiver drops by its webhook-id.
-func (h *Handler) recordSent(ctx context.Context, messageID string, out models.AttemptOutcome) error {
+func (h *Handler) recordSent(ctx context.Context, record func(context.Context, models.AttemptOutcome) error, out models.AttemptOutcome) error {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		err := h.Store.RecordAttempt(ctx, messageID, out)
+		err := record(ctx, out)
 		if err == nil || !models.IsUnavailable(err) {
 			return err
 		}

@@ -2,6 +2,8 @@ package models
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"strings"
 	"time"
 
@@ -46,4 +48,28 @@ func newID(prefix string) string {
 // value returned at creation equals the value read back later.
 func now() time.Time {
 	return time.Now().UTC().Truncate(time.Microsecond)
+}
+
+// BotReplyID is the id of the bot's reply to the incoming message incomingID, the same every time it is
+// asked: a bot task that sends its reply before storing it (jobs' deliverFirst) and dies in between
+// sends it again, under the same webhook-id, when it reruns. The id is a ULID one millisecond after the
+// incoming message's, with a random part drawn from its id, so the reply takes its place right after
+// the message it answers (README, "Custom channels, the bot and the reply webhook").
+func BotReplyID(incomingID string) string {
+	sum := sha256.Sum256([]byte("bot-reply:" + incomingID))
+	var ms uint64
+	if u, err := ulid.ParseStrict(strings.ToUpper(strings.TrimPrefix(incomingID, prefixMessage))); err == nil {
+		ms = u.Time() + 1
+	} else {
+		// Not one of our ids (they are all ULIDs): still the same every time.
+		ms = binary.BigEndian.Uint64(sum[10:18]) & (1<<48 - 1)
+	}
+	var id ulid.ULID
+	if err := id.SetTime(ms); err != nil {
+		id.SetTime(ulid.MaxTime()) //nolint:errcheck // in range
+	}
+	if err := id.SetEntropy(sum[:10]); err != nil {
+		panic(err) // ten bytes is what a ULID's entropy is
+	}
+	return prefixMessage + strings.ToLower(id.String())
 }

@@ -245,14 +245,8 @@ type AttemptOutcome struct {
 // RecordAttempt stores a delivery attempt and moves the message to sent (no error) or failed (with the
 // error and, while a retry is scheduled, nextAttemptAt). A message already sent stays sent.
 func (s *Store) RecordAttempt(ctx context.Context, messageID string, out AttemptOutcome) error {
-	at := now()
-	a := &Attempt{ID: newID(prefixAttempt), MessageID: messageID, At: at, DurationMS: out.Duration.Milliseconds()}
-	if out.StatusCode != 0 {
-		a.StatusCode = &out.StatusCode
-	}
-	if out.Error != "" {
-		a.Error = &out.Error
-	}
+	a := newAttempt(messageID, out)
+	at := a.At
 	update := func(db bun.IDB) *bun.UpdateQuery {
 		q := db.NewUpdate().Model((*Message)(nil)).
 			Set("attempts = attempts + 1").
@@ -283,6 +277,18 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 		s.emitUpdated(ctx, updated)
 	}
 	return err
+}
+
+// newAttempt is the record of an attempt to deliver messageID that ended as out, made now.
+func newAttempt(messageID string, out AttemptOutcome) *Attempt {
+	a := &Attempt{ID: newID(prefixAttempt), MessageID: messageID, At: now(), DurationMS: out.Duration.Milliseconds()}
+	if out.StatusCode != 0 {
+		a.StatusCode = &out.StatusCode
+	}
+	if out.Error != "" {
+		a.Error = &out.Error
+	}
+	return a
 }
 
 // emitUpdated tells live listeners about messages whose delivery status changed.

@@ -210,15 +210,8 @@ func setBotPaused(ctx context.Context, db bun.IDB, contactID string, paused bool
 // idempotent: a second call for the same incoming message returns the reply stored by the first.
 func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignID *string, text string, payer *Account, costMilli int64) (*Message, *RechargeEvent, error) {
 	var event *RechargeEvent
-	// The reply's pointer fields are its own: when the reply exists already, bun reads it into m and
-	// writes through non-nil pointers, which must not land in the caller's incoming message.
-	incomingID := incoming.ID
-	m := &Message{
-		ID: newID(prefixMessage), AccountID: incoming.AccountID, ContactID: incoming.ContactID, CampaignID: copyOf(campaignID),
-		Direction: DirectionOutgoing, Channel: incoming.Channel, Transport: incoming.Transport, MessageType: MessageTypeText, Body: text,
-		ToID: incoming.FromID, Author: AuthorBot, Status: StatusPending, ReplyToID: &incomingID, CreatedAt: now(),
-	}
-	charge := payer != nil && payer.ParentID != nil && costMilli > 0
+	m := newBotReply(incoming, campaignID, text, newID(prefixMessage))
+	charge := ChargesBotReply(payer, costMilli)
 	if !charge && !s.IsSQLite() {
 		return s.createBotReplyPG(ctx, m, incoming.ID)
 	}

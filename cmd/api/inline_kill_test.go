@@ -14,10 +14,12 @@ import (
 
 // TestKillBetweenTheReceiversAnswerAndItsRecord opens on purpose the window that inline delivery has:
 // the bot's task delivers its reply itself, the receiver answers 200, and the process dies before it
-// records the attempt. The test holds a write lock on the reply (PostgreSQL: its row; SQLite: the
-// database) from the moment the receiver gets the delivery, so the worker has the 200 but cannot record
-// it, then kills it with SIGKILL and releases the lock. The reply must be delivered again (the sweep
-// finds it pending) under the same webhook-id, exactly once more, and end sent, with one reply in the
+// records the attempt. The offline bot's reply is sent before it is stored (jobs' deliverFirst), which
+// stores it, its attempt and the incoming message as answered in one write. The test holds a write lock
+// on the incoming message and the reply (PostgreSQL: their rows; SQLite: the database) from the moment
+// the receiver gets the delivery, so the worker has the 200 but cannot record it, then kills it with
+// SIGKILL and releases the lock. The reply must be delivered again (the incoming message is still owed
+// its reply) under the same webhook-id, exactly once more, and end sent, with one reply in the
 // conversation.
 func TestKillBetweenTheReceiversAnswerAndItsRecord(t *testing.T) {
 	t.Parallel()
@@ -34,7 +36,7 @@ func TestKillBetweenTheReceiversAnswerAndItsRecord(t *testing.T) {
 		first := len(ids) == 1
 		mu.Unlock()
 		if first {
-			release = holdWrites(t, d, r.Header.Get("webhook-id"))
+			release = holdWrites(t, d, r.Header.Get("webhook-id"), "inline-kill-1")
 			close(held)
 		}
 		w.WriteHeader(http.StatusOK)
@@ -81,9 +83,10 @@ func TestKillBetweenTheReceiversAnswerAndItsRecord(t *testing.T) {
 	}
 }
 
-// holdWrites takes a write lock that keeps the deployment from recording anything about the message
-// (PostgreSQL: its row; SQLite: the whole database) and returns its release.
-func holdWrites(t *testing.T, d *killDeployment, messageID string) (release func()) {
+// holdWrites takes a write lock that keeps the deployment from recording anything about the reply
+// messageID or the incoming message whose messageSid is sid (PostgreSQL: their rows; SQLite: the whole
+// database) and returns its release.
+func holdWrites(t *testing.T, d *killDeployment, messageID, sid string) (release func()) {
 	ctx := context.Background()
 	if env.Postgres() {
 		tx, err := d.store.DB().BeginTx(ctx, nil)
@@ -91,7 +94,7 @@ func holdWrites(t *testing.T, d *killDeployment, messageID string) (release func
 			t.Error(err)
 			return func() {}
 		}
-		if _, err := tx.ExecContext(ctx, "SELECT id FROM messages WHERE id = ? FOR UPDATE", messageID); err != nil {
+		if _, err := tx.ExecContext(ctx, "SELECT id FROM messages WHERE id = ? OR external_id = ? FOR UPDATE", messageID, sid); err != nil {
 			t.Error(err)
 		}
 		return func() {
