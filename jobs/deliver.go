@@ -46,24 +46,13 @@ func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
 }
 
 // deliverInline makes the first delivery attempt of a reply the bot has just stored, in the bot's own
-// task: when the receiver accepts it, the message is answered with one task instead of two. A failed
-// attempt that may be retried leaves a delivery task on the critical queue, due at the retry time the
-// attempt recorded, which carries on with the rest of the schedule. A process that dies before the
-// attempt is recorded leaves the reply pending: the bot task's rerun, or the sweep, delivers it again
-// under the same webhook-id.
+// task: when the receiver accepts it, the message is answered with one task instead of two. A process
+// that dies before the attempt is recorded leaves the reply pending: the bot task's rerun, or the
+// sweep, delivers it again under the same webhook-id.
 func (h *Handler) deliverInline(ctx context.Context, m *models.Message, acc *models.Account) error {
-	payload, err := json.Marshal(DeliverPayload{MessageID: m.ID, Round: m.DeliveryRound})
-	if err != nil {
-		return err
-	}
-	next, err := h.attempt(ctx, m, acc, 0, payload)
-	if errors.Is(err, asynq.SkipRetry) {
-		return nil // failed for good, and recorded so: the bot's task itself succeeded
-	}
-	if err != nil || next == nil {
-		return err
-	}
-	return h.Queue.DeliverRetry(ctx, m.ID, m.DeliveryRound, 1, *next)
+	return h.firstAttempt(ctx, m, acc, func(ctx context.Context, out models.AttemptOutcome) error {
+		return h.Store.RecordAttempt(ctx, m.ID, out)
+	})
 }
 
 // deliverFirst sends the bot's reply, built but not stored (models.NewBotReply), and then stores it
@@ -71,25 +60,30 @@ func (h *Handler) deliverInline(ctx context.Context, m *models.Message, acc *mod
 // write (models.RecordBotReply), instead of storing it pending, sending it, and recording the attempt.
 // It is for a reply that a rerun of the bot task writes again word for word under the same id: a
 // process that dies between the receiver's answer and the record leaves the incoming message owed a
-// reply, and the rerun (or the sweep's) sends the same reply under the same webhook-id. A failed attempt
-// that may be retried leaves a delivery task, as deliverInline's does.
+// reply, and the rerun (or the sweep's) sends the same reply under the same webhook-id.
 func (h *Handler) deliverFirst(ctx context.Context, reply *models.Message, acc *models.Account) error {
-	payload, err := json.Marshal(DeliverPayload{MessageID: reply.ID, Round: reply.DeliveryRound})
+	return h.firstAttempt(ctx, reply, acc, func(ctx context.Context, out models.AttemptOutcome) error {
+		_, err := h.Store.RecordBotReply(ctx, reply, out)
+		return err
+	})
+}
+
+// firstAttempt makes the first delivery attempt of m inside another task (the bot's) and records it
+// with record. A failed attempt that may be retried leaves a delivery task on the critical queue, due
+// at the retry time the attempt recorded, which carries on with the rest of the schedule.
+func (h *Handler) firstAttempt(ctx context.Context, m *models.Message, acc *models.Account, record func(context.Context, models.AttemptOutcome) error) error {
+	payload, err := json.Marshal(DeliverPayload{MessageID: m.ID, Round: m.DeliveryRound})
 	if err != nil {
 		return err
 	}
-	record := func(ctx context.Context, out models.AttemptOutcome) error {
-		_, err := h.Store.RecordBotReply(ctx, reply, out)
-		return err
-	}
-	next, err := h.attemptWith(ctx, reply, acc, 0, payload, record)
+	next, err := h.attemptWith(ctx, m, acc, 0, payload, record)
 	if errors.Is(err, asynq.SkipRetry) {
 		return nil // failed for good, and recorded so: the bot's task itself succeeded
 	}
 	if err != nil || next == nil {
 		return err
 	}
-	return h.Queue.DeliverRetry(ctx, reply.ID, reply.DeliveryRound, 1, *next)
+	return h.Queue.DeliverRetry(ctx, m.ID, m.DeliveryRound, 1, *next)
 }
 
 // attempt makes attempt number n (0-based, within the message's delivery round) to deliver m and
