@@ -120,3 +120,52 @@ func TestAutoRechargeSettingsValidation(t *testing.T) {
 	}
 	expect(t, do(t, "PUT", url, agencyKey, good), http.StatusOK, "")
 }
+
+// A charged reply takes its credits before it is sent: a burst from more visitors than the balance pays
+// for gets exactly as many replies as credits, and every other message is left unanswered with an
+// out-of-credits alert, however the bot tasks interleave.
+func TestChargedRepliesNeverOutrunTheBalance(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorker(t)
+	replies := newSink(t, nil)
+	_, subKey, _, _ := agencyWithSub(t, 3)
+	expect(t, do(t, "PUT", srv.URL+"/v1/settings/webhook", subKey, map[string]any{"url": replies.URL + "/replies"}), http.StatusOK, "")
+
+	const burst = 10
+	ids := make([]string, burst)
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Go(func() {
+			r := incoming(t, srv, subKey, fmt.Sprint("charged-", i), fmt.Sprint("payer-visitor-", i), "hello")
+			expect(t, r, http.StatusOK, "")
+			ids[i] = r.JSON(t)["messageId"].(string)
+		})
+	}
+	wg.Wait()
+	settled := func() (done, failed int) {
+		for _, id := range ids {
+			switch messageField(t, srv, subKey, id, "botStatus") {
+			case "done":
+				done++
+			case "failed":
+				failed++
+			}
+		}
+		return done, failed
+	}
+	waitFor(t, 20*time.Second, "every message answered or refused", func() bool { d, f := settled(); return d+f == burst })
+	time.Sleep(500 * time.Millisecond) // a reply beyond the balance, if one were on its way, would arrive by now
+	if done, failed := settled(); done != 3 || failed != burst-3 {
+		t.Fatalf("%d answered and %d refused of %d, want 3 answered (the balance) and the rest refused", done, failed, burst)
+	}
+	if n := len(replies.deliveries()); n != 3 {
+		t.Fatalf("%d replies delivered for a balance of 3", n)
+	}
+	if got := balanceOf(t, srv, subKey); got != 0 {
+		t.Fatalf("balance %v, want 0", got)
+	}
+	alerts := do(t, "GET", srv.URL+"/v1/alerts?limit=100", subKey, nil).JSON(t)["data"].([]any)
+	if len(alerts) != burst-3 {
+		t.Fatalf("%d alerts, want one per refused message (%d)", len(alerts), burst-3)
+	}
+}
