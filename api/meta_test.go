@@ -307,7 +307,19 @@ func TestMessengerInboundBatchesRepliesAndReactions(t *testing.T) {
 		t.Fatalf("replies: %d to 7001 and %d to 7002, want 2 and 1", n1, n2)
 	}
 
-	conv := contactMessages(t, srv, key, first)
+	// The offline bot's reply is stored once the Send API has answered (README, "Custom channels, the
+	// bot and the reply webhook"), so it may show a moment after the call.
+	var conv []map[string]any
+	waitFor(t, 10*time.Second, "the first sender's two replies stored", func() bool {
+		conv = contactMessages(t, srv, key, first)
+		n := 0
+		for _, m := range conv {
+			if m["direction"] == "outgoing" {
+				n++
+			}
+		}
+		return n == 2
+	})
 	var image, reply map[string]any
 	for _, m := range conv {
 		if m["channel"] != "messenger" {

@@ -100,7 +100,12 @@ func TestSMSCampaignAndInboundReplies(t *testing.T) {
 	if reply.Get("To") != "+14155559101" || !strings.Contains(reply.Get("Body"), "Rita") {
 		t.Fatalf("reply: %v", reply)
 	}
-	conv := do(t, "GET", srv.URL+"/v1/contacts/"+contact+"/messages", key, nil).JSON(t)["data"].([]any)
+	// The reply is stored once the provider has answered, so it may show a moment after the call.
+	var conv []any
+	waitFor(t, 10*time.Second, "the reply stored", func() bool {
+		conv = do(t, "GET", srv.URL+"/v1/contacts/"+contact+"/messages", key, nil).JSON(t)["data"].([]any)
+		return len(conv) >= 3
+	})
 	if len(conv) != 3 {
 		t.Fatalf("conversation has %d messages, want opening, inbound and reply: %v", len(conv), conv)
 	}
@@ -155,7 +160,12 @@ func TestWhatsAppCampaignAndInboundReplies(t *testing.T) {
 	if text["type"] != "text" || text["to"] != "14155559201" {
 		t.Fatalf("a reply inside the window should be text: %s", meta.deliveries()[1].Body)
 	}
-	conv := do(t, "GET", srv.URL+"/v1/contacts/"+contact+"/messages", key, nil).JSON(t)["data"].([]any)
+	// The reply is stored once the provider has answered, so it may show a moment after the call.
+	var conv []any
+	waitFor(t, 10*time.Second, "the reply stored", func() bool {
+		conv = do(t, "GET", srv.URL+"/v1/contacts/"+contact+"/messages", key, nil).JSON(t)["data"].([]any)
+		return len(conv) >= 3
+	})
 	if len(conv) != 3 {
 		t.Fatalf("the inbound WhatsApp message should join the contact's conversation: %v", conv)
 	}
