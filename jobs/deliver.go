@@ -50,9 +50,7 @@ func (h *Handler) handleDeliver(ctx context.Context, t *asynq.Task) error {
 // that dies before the attempt is recorded leaves the reply pending: the bot task's rerun, or the
 // sweep, delivers it again under the same webhook-id.
 func (h *Handler) deliverInline(ctx context.Context, m *models.Message, acc *models.Account) error {
-	return h.firstAttempt(ctx, m, acc, func(ctx context.Context, out models.AttemptOutcome) error {
-		return h.Store.RecordAttempt(ctx, m.ID, out)
-	})
+	return h.firstAttempt(ctx, m, acc, h.recordAttemptOf(m.ID))
 }
 
 // deliverFirst sends the bot's reply, built but not stored (models.NewBotReply), and then stores it
@@ -90,9 +88,14 @@ func (h *Handler) firstAttempt(ctx context.Context, m *models.Message, acc *mode
 // records it. It returns when the next attempt is due, or nil when there is none (sent, or failed for
 // good); m.Error is the failure's error then.
 func (h *Handler) attempt(ctx context.Context, m *models.Message, acc *models.Account, n int, payload []byte) (*time.Time, error) {
-	return h.attemptWith(ctx, m, acc, n, payload, func(ctx context.Context, out models.AttemptOutcome) error {
-		return h.Store.RecordAttempt(ctx, m.ID, out)
-	})
+	return h.attemptWith(ctx, m, acc, n, payload, h.recordAttemptOf(m.ID))
+}
+
+// recordAttemptOf records an attempt of a stored message (models.RecordAttempt).
+func (h *Handler) recordAttemptOf(messageID string) func(context.Context, models.AttemptOutcome) error {
+	return func(ctx context.Context, out models.AttemptOutcome) error {
+		return h.Store.RecordAttempt(ctx, messageID, out)
+	}
 }
 
 // attemptWith is attempt with the attempt recorded by record.

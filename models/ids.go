@@ -65,11 +65,8 @@ func BotReplyID(incomingID string) string {
 		ms = binary.BigEndian.Uint64(sum[10:18]) & (1<<48 - 1)
 	}
 	var id ulid.ULID
-	if err := id.SetTime(ms); err != nil {
-		id.SetTime(ulid.MaxTime()) //nolint:errcheck // in range
-	}
-	if err := id.SetEntropy(sum[:10]); err != nil {
-		panic(err) // ten bytes is what a ULID's entropy is
-	}
+	// Neither can fail: ms is at most MaxTime, and ten bytes is what a ULID's entropy is.
+	_ = id.SetTime(min(ms, ulid.MaxTime()))
+	_ = id.SetEntropy(sum[:10])
 	return prefixMessage + strings.ToLower(id.String())
 }
