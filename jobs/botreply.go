@@ -26,6 +26,19 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return gone(err)
 	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	return h.answer(ctx, in, botTry{retried: retried + p.Prior, maxRetry: maxRetry + p.Prior})
+}
+
+// botTry is where a bot reply stands in its retries: tries made before this one, and how many retries it
+// has in all. (A reply that failed in a batch, bot_batch.go, goes on in a task of its own: its payload's
+// Prior counts the batch's try.)
+type botTry struct{ retried, maxRetry int }
+
+// answer is the bot's work on one incoming message, read with its contact and account (MessageForWork
+// or MessagesForWork): a task for that message alone, or one message of a batch.
+func (h *Handler) answer(ctx context.Context, in *models.Message, try botTry) error {
 	if in.BotStatus != nil && *in.BotStatus == models.BotDone {
 		return h.resumeReply(ctx, in)
 	}
@@ -79,9 +92,7 @@ func (h *Handler) handleBotReply(ctx context.Context, t *asynq.Task) error {
 	resp, err := h.Bot.Reply(ctx, req)
 	botLatency.Observe(time.Since(started).Seconds())
 	if err != nil {
-		retried, _ := asynq.GetRetryCount(ctx)
-		maxRetry, _ := asynq.GetMaxRetry(ctx)
-		if retried < maxRetry {
+		if try.retried < try.maxRetry {
 			return &externalError{err}
 		}
 		// Out of retries: a person answers instead of nobody.

@@ -13,8 +13,8 @@ import (
 const sweepBatch = 1000
 
 // handleSweep re-enqueues work the database says is owed but that may have no task: stored while Redis
-// was down, or lost when Redis restarted empty. Task ids are deterministic, so work that still has its
-// task is not enqueued twice.
+// was down, or lost when Redis restarted empty. Task ids are deterministic (and a bot reply's batch is
+// looked up), so work that still has its task is not enqueued twice.
 func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 	cutoff := time.Now().UTC().Add(-2 * h.Config.SweepInterval)
 	due, err := h.Store.DueWork(ctx, cutoff, sweepBatch)
@@ -22,7 +22,7 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 		return err
 	}
 	for _, id := range due.BotReplies {
-		if err := h.Queue.BotReply(ctx, id); err != nil {
+		if err := h.Queue.BotReplyUnlessHeld(ctx, id); err != nil {
 			return err
 		}
 	}

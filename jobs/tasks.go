@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -27,6 +28,9 @@ const (
 // BotReplyPayload names the incoming message to answer.
 type BotReplyPayload struct {
 	MessageID string `json:"messageId"`
+	// Prior counts the tries made before this task: 1 when the message's try in a batch failed
+	// (bot_batch.go), so that the task has the retries and the spacing that are left.
+	Prior int `json:"prior,omitempty"`
 }
 
 // DeliverPayload names an outgoing message and its delivery round (bumped by a redeliver, so a new
@@ -61,6 +65,9 @@ type Queue struct {
 	// redis client (NewClientFromRedisClient) does not close it.
 	rdb redis.UniversalClient
 	cfg *config.Config
+	// bots batches the api's bot reply enqueues (bot_batch.go), from the first BotReplyAndSet.
+	botsOnce sync.Once
+	bots     *botBatcher
 }
 
 // NewQueue returns a Queue on the given Redis. Its connection carries piggybackHook (see
@@ -79,7 +86,23 @@ func NewQueue(opt asynq.RedisConnOpt, cfg *config.Config) *Queue {
 // stored (it delivers it inline, or again on its rerun). A completed or archived task, or one Redis
 // lost, owns nothing.
 func (q *Queue) BotReplyInProgress(messageID string) (bool, error) {
-	info, err := q.inspector.GetTaskInfo(QueueDefault, botReplyTaskID(messageID))
+	if busy, err := q.inProgress(botReplyTaskID(messageID)); busy || err != nil {
+		return busy, err
+	}
+	// Or the batch that named it (bot_batch.go).
+	batch, err := q.rdb.Get(context.Background(), botBatchKey(messageID)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return q.inProgress(batch)
+}
+
+// inProgress reports whether a task of the default queue is pending, scheduled, active or retrying.
+func (q *Queue) inProgress(taskID string) (bool, error) {
+	info, err := q.inspector.GetTaskInfo(QueueDefault, taskID)
 	switch {
 	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
 		return false, nil
@@ -93,8 +116,15 @@ func (q *Queue) BotReplyInProgress(messageID string) (bool, error) {
 	return false, nil
 }
 
-// Close releases the Redis connection. (asynq's Client.Close would refuse: the connection is ours.)
-func (q *Queue) Close() error { return q.rdb.Close() }
+// Close stops the batching of bot replies and releases the Redis connection. (asynq's Client.Close
+// would refuse: the connection is ours.)
+func (q *Queue) Close() error {
+	q.botsOnce.Do(func() {}) // no batcher starts after this
+	if q.bots != nil {
+		q.bots.close()
+	}
+	return q.rdb.Close()
+}
 
 // botReplyTaskID is the bot reply's task id: one task per message, ever.
 func botReplyTaskID(messageID string) string { return "bot:" + messageID }
@@ -105,12 +135,36 @@ func (q *Queue) BotReply(ctx context.Context, messageID string) error {
 		asynq.TaskID(botReplyTaskID(messageID)), asynq.Queue(QueueDefault), asynq.MaxRetry(botMaxRetry))
 }
 
-// BotReplyAndSet enqueues the bot's reply (as BotReply) and sets key to value for ttl in the same
-// round trip to Redis, once the task is queued: the SET rides in the pipeline of asynq's enqueue
-// script and takes effect only if the task is then in Redis (enqueued now, or before), so a failed
-// enqueue never leaves the key set. err is the enqueue's outcome; setErr the SET's (best effort: nil
-// when the key was set).
+// BotReplyAndSet enqueues the bot's reply to a message the api has just stored (new: never one
+// stored before) and sets key to value for ttl in the same round trip to Redis, once the task is
+// queued: the SET rides in the pipeline of asynq's enqueue script and takes effect only if the task is
+// then in Redis, so a failed enqueue never leaves the key set. Concurrent calls share one task and one
+// round trip (bot_batch.go). err is the enqueue's outcome; setErr the SET's (best effort: nil when the
+// key was set).
 func (q *Queue) BotReplyAndSet(ctx context.Context, messageID, key, value string, ttl time.Duration) (setErr, err error) {
+	q.botsOnce.Do(func() { q.bots = newBotBatcher(q) })
+	if q.bots == nil {
+		return nil, errors.New("enqueue bot reply: the queue is closed")
+	}
+	call := &botEnqueue{messageID: messageID, key: key, value: value, ttl: ttl, done: make(chan botEnqueued, 1)}
+	select {
+	case q.bots.calls <- call:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-q.bots.quit:
+		return nil, errors.New("enqueue bot reply: the queue is closed")
+	}
+	select {
+	case out := <-call.done:
+		return out.setErr, out.err
+	case <-ctx.Done():
+		// The batch may still be queued: the sender's retry finds the message, and its reply held.
+		return nil, ctx.Err()
+	}
+}
+
+// botReplyAndSetOne is BotReplyAndSet for a message alone: its own task, bot:<message id>.
+func (q *Queue) botReplyAndSetOne(ctx context.Context, messageID, key, value string, ttl time.Duration) (setErr, err error) {
 	set := setIfQueued(ctx, QueueDefault, botReplyTaskID(messageID), key, value, ttl)
 	pctx, p := withPiggyback(ctx, set)
 	if err := q.BotReply(pctx, messageID); err != nil {
@@ -193,8 +247,12 @@ func retryDelay(schedule, botDelays []time.Duration) asynq.RetryDelayFunc {
 		switch task.Type() {
 		case TypeWebhookDeliver, TypeAlertDeliver:
 			return scheduledDelay(schedule, n, task.Payload())
-		case TypeBotReply:
+		case TypeBotReplies:
 			return botDelays[min(n, len(botDelays)-1)]
+		case TypeBotReply:
+			var p BotReplyPayload
+			_ = json.Unmarshal(task.Payload(), &p) // a payload that does not decode never ran
+			return botDelays[min(n+p.Prior, len(botDelays)-1)]
 		}
 		return asynq.DefaultRetryDelayFunc(n, err, task)
 	}

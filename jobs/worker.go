@@ -50,6 +50,8 @@ type Handler struct {
 	// BotRetryDelays space the retries of a bot reply whose model call failed (the defaults unless a
 	// test shortens them); after the last one the bot gives up and raises an alert.
 	BotRetryDelays []time.Duration
+	// slots bounds the work of the process (bot_batch.go); NewWorker sets it.
+	slots workSlots
 }
 
 // NewHandler builds the handlers' dependencies from the configuration: the bot (an LLM or the
@@ -72,6 +74,7 @@ func NewHandler(store *models.Store, cfg *config.Config, log *slog.Logger, queue
 // handler that runs it.
 func (h *Handler) Register(mux *asynq.ServeMux) {
 	mux.HandleFunc(TypeBotReply, h.handleBotReply)
+	mux.HandleFunc(TypeBotReplies, h.handleBotReplies)
 	mux.HandleFunc(TypeWebhookDeliver, h.handleDeliver)
 	mux.HandleFunc(TypeAlertDeliver, h.handleAlert)
 	mux.HandleFunc(TypeWebhookTest, h.handleWebhookTest)
@@ -127,7 +130,8 @@ func btoi(b bool) int {
 // NewWorker builds a worker that processes the queues on redisOpt with h's handlers.
 func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log *slog.Logger) *Worker {
 	mux := asynq.NewServeMux()
-	mux.Use(h.logTasks)
+	h.slots = newWorkSlots(cfg.WorkerConcurrency)
+	mux.Use(h.logTasks, h.holdSlot)
 	h.Register(mux)
 	logger := asynqLogger{log: log.With("component", "asynq")}
 	w := &Worker{mux: mux, sweep: cfg.SweepInterval}

@@ -152,6 +152,18 @@ func (s *Store) MessageForWork(ctx context.Context, id string) (*Message, error)
 	return m, nil
 }
 
+// MessagesForWork is MessageForWork for several messages in one query (a batch of bot replies), in the
+// order of their ids; a message that no longer exists is left out.
+func (s *Store) MessagesForWork(ctx context.Context, ids []string) ([]*Message, error) {
+	var msgs []*Message
+	err := s.db.NewSelect().Model(&msgs).Relation("Contact").Relation("Account").
+		Where("message.id IN (?)", bun.In(ids)).Order("message.id").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("select messages: %w", err)
+	}
+	return msgs, nil
+}
+
 func oneMessage(ctx context.Context, q *bun.SelectQuery) (*Message, error) {
 	m := new(Message)
 	err := q.Model(m).Scan(ctx)

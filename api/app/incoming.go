@@ -51,7 +51,11 @@ func (a *App) AcceptIncoming(ctx context.Context, accountID string, in models.In
 	}
 	if msg.BotStatus != nil && *msg.BotStatus == models.BotPending {
 		var err error
-		if remember != nil {
+		switch {
+		case duplicate:
+			// The first try stored it and may have queued its reply, alone or in a batch.
+			err = a.queue.BotReplyUnlessHeld(enqCtx, msg.ID)
+		case remember != nil:
 			// The key's SET goes in the enqueue's round trip, and only once the task is queued, so
 			// that a retry is not answered from Redis before the work is owed.
 			var setErr error
@@ -60,7 +64,7 @@ func (a *App) AcceptIncoming(ctx context.Context, accountID string, in models.In
 				a.log.WarnContext(ctx, "dedupe fast path not updated", "error", setErr.Error())
 			}
 			remembered = err == nil
-		} else {
+		default:
 			err = a.queue.BotReply(enqCtx, msg.ID)
 		}
 		if err != nil {

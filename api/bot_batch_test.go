@@ -1,0 +1,146 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"funnelchat/jobs"
+)
+
+// Concurrent incoming messages share a bot reply task (a batch). A message whose try in its batch fails
+// (the model answers 500 once) goes on in a task of its own and is answered once; the batch's other
+// messages are answered once, by one call to the model each: the failure reruns nothing else.
+func TestBatchedReplyFailsAlone(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+
+	// Bursts of concurrent messages, no worker yet, until one burst forms a batch (the api batches the
+	// enqueues that wait while one is on its way to Redis, so a burst of 16 all but always does).
+	inspector := asynq.NewInspector(env.Asynq)
+	defer inspector.Close()
+	var ids []string
+	senderOf := map[string]string{} // message id -> its sender, whom the reply goes to
+	batched := map[string]bool{}
+	for burst := 0; burst < 10 && len(batched) == 0; burst++ {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				kind := "steady"
+				if i%2 == 0 {
+					kind = "flaky"
+				}
+				sender := fmt.Sprintf("batch-sender-%d-%d", burst, i)
+				r := incoming(t, srv, key, fmt.Sprintf("batch-%d-%d", burst, i), sender, fmt.Sprintf("%s %d-%d", kind, burst, i))
+				expect(t, r, http.StatusOK, "")
+				id := r.JSON(t)["messageId"].(string)
+				mu.Lock()
+				ids = append(ids, id)
+				senderOf[id] = sender
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		pending, err := inspector.ListPendingTasks(jobs.QueueDefault, asynq.PageSize(1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range pending {
+			if task.Type != jobs.TypeBotReplies {
+				continue
+			}
+			var p jobs.BotRepliesPayload
+			if err := json.Unmarshal(task.Payload, &p); err != nil || len(p.MessageIDs) < 2 {
+				t.Fatalf("batch %s: %s (%v)", task.ID, task.Payload, err)
+			}
+			for _, id := range p.MessageIDs {
+				batched[id] = true
+			}
+		}
+	}
+	if len(batched) == 0 {
+		t.Fatal("no burst of 16 concurrent messages formed a batch")
+	}
+
+	// The model fails the first call for each "flaky" message, and answers every other call.
+	var llm *fakeLLM
+	calls := map[string]int{} // message body -> calls
+	var callsMu sync.Mutex
+	llm = newFakeLLM(t, func(n int) (int, map[string]any) {
+		llm.mu.Lock()
+		raw, _ := json.Marshal(llm.requests[n-1])
+		llm.mu.Unlock()
+		body := ""
+		for _, kind := range []string{"flaky", "steady"} {
+			if i := strings.LastIndex(string(raw), kind+" "); i >= 0 {
+				body = string(raw[i:])[:strings.IndexAny(string(raw[i:]), `"\`)]
+			}
+		}
+		callsMu.Lock()
+		calls[body]++
+		first := calls[body] == 1
+		callsMu.Unlock()
+		if strings.HasPrefix(body, "flaky") && first {
+			return http.StatusInternalServerError, nil
+		}
+		return 200, map[string]any{"role": "assistant", "content": "answer to " + body}
+	})
+	logs := &logBuffer{}
+	log := slog.New(jobs.NewLogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	startWorkerWith(t, log, "BOT_LLM_BASE_URL="+llm.URL+"/v1", "BOT_LLM_API_KEY=llm-key", "BOT_LLM_MODEL=test-model")
+
+	waitFor(t, 30*time.Second, "every message answered", func() bool {
+		for _, id := range ids {
+			if messageField(t, srv, key, id, "botStatus") != "done" {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(300 * time.Millisecond) // a second reply, if one were coming, would be on its way by now
+
+	byRecipient := map[string]int{}
+	for _, d := range hook.deliveries() {
+		var p struct{ ToID, Body string }
+		_ = json.Unmarshal(d.Body, &p)
+		byRecipient[p.ToID]++
+		if !strings.HasPrefix(p.Body, "answer to ") {
+			t.Errorf("reply %q", p.Body)
+		}
+	}
+	lines := logs.lines(t)
+	for _, id := range ids {
+		if n := byRecipient[senderOf[id]]; n != 1 {
+			t.Errorf("%s: %d replies delivered, want 1", id, n)
+		}
+		body, _ := messageField(t, srv, key, id, "body").(string)
+		callsMu.Lock()
+		n := calls[body]
+		callsMu.Unlock()
+		want := 1
+		if strings.HasPrefix(body, "flaky") {
+			want = 2
+		}
+		if n != want {
+			t.Errorf("%s (%q): %d calls to the model, want %d", id, body, n, want)
+		}
+		if !batched[id] || !strings.HasPrefix(body, "flaky") {
+			continue
+		}
+		if find(lines, map[string]string{"msg": "bot reply failed in a batch; it goes on in a task of its own", "message_id": id}) == nil {
+			t.Errorf("%s failed in its batch and was not handed to a task of its own", id)
+		}
+		if l := find(lines, map[string]string{"msg": "task", "task_type": jobs.TypeBotReply, "task_id": "bot:" + id}); l == nil || l["outcome"] != "ok" {
+			t.Errorf("%s: its own task's log %v", id, l)
+		}
+	}
+}

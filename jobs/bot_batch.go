@@ -1,0 +1,311 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+)
+
+// Bot replies in batches. Under load the api stores incoming messages in batches (one transaction for
+// the messages that arrived while the previous one committed, models/ingest_pg.go), and their bot
+// replies are queued the same way: the enqueues that wait while one is on its way to Redis go out
+// together, as one task that names every message (TypeBotReplies). asynq's cost per task (its enqueue,
+// fetch and completion scripts in Redis, and the worker's bookkeeping around them) is then paid once
+// per batch, and the worker reads the batch's messages in one query. A message that arrives alone is
+// queued as before, as its own task bot:<message id>; nothing waits to fill a batch.
+//
+// Each message of a batch keeps what its own task would give it:
+//   - it is answered by answer, the code a single task runs, concurrently with the others while the
+//     worker has free slots (workSlots);
+//   - a message whose try fails goes on in a task of its own (bot:<id>), with the retries and spacing
+//     left (BotReplyPayload.Prior), so one message's failure never reruns the others;
+//   - a rerun of the whole batch (its worker killed, Redis or the database down) finds the answered
+//     messages answered: answer does nothing twice;
+//   - a marker per message (botBatchKey, set with the dedupe keys in the enqueue's round trip) names its
+//     batch, so that the sweep and a sender's retry see the reply as held (BotReplyInProgress) and do
+//     not queue a second task while the batch may still run.
+
+// TypeBotReplies is the task of a batch of bot replies (BotRepliesPayload).
+const TypeBotReplies = "bot:replies"
+
+// BotRepliesPayload names the incoming messages of a batch, oldest first.
+type BotRepliesPayload struct {
+	MessageIDs []string `json:"messageIds"`
+}
+
+const (
+	botBatchMax      = 32              // messages in one batch task
+	botBatchFlushers = 1               // enqueues in flight at once
+	botBatchTimeout  = 5 * time.Second // one batch's enqueue (the callers wait less: app.EnqueueTimeout)
+	// botMarkerTTL keeps a message's batch marker as long as the incoming endpoint's de-duplication key
+	// (api/incoming.go): a batch still queued after that is treated as lost by the sweep.
+	botMarkerTTL = 24 * time.Hour
+)
+
+// botBatchTaskID is a batch's task id: its first message's, which is new only once.
+func botBatchTaskID(firstMessageID string) string { return "bots:" + firstMessageID }
+
+// botBatchKey is the Redis key that names the batch task holding a message's bot reply.
+func botBatchKey(messageID string) string { return "botbatch:" + messageID }
+
+// botEnqueue is one incoming request's enqueue waiting for its batch.
+type botEnqueue struct {
+	messageID, key, value string
+	ttl                   time.Duration
+	done                  chan botEnqueued
+}
+
+type botEnqueued struct{ setErr, err error }
+
+// botBatcher gathers the bot reply enqueues of concurrent requests into batches (see the top of the
+// file). It starts with the Queue's first BotReplyAndSet: a worker's Queue never runs it.
+type botBatcher struct {
+	q     *Queue
+	calls chan *botEnqueue
+	quit  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newBotBatcher(q *Queue) *botBatcher {
+	b := &botBatcher{q: q, calls: make(chan *botEnqueue, 4*botBatchMax), quit: make(chan struct{})}
+	for range botBatchFlushers {
+		b.wg.Go(b.flusher)
+	}
+	return b
+}
+
+func (b *botBatcher) close() {
+	close(b.quit)
+	b.wg.Wait()
+}
+
+func (b *botBatcher) flusher() {
+	batch := make([]*botEnqueue, 0, botBatchMax)
+	for {
+		select {
+		case call := <-b.calls:
+			batch = append(batch[:0], call)
+		case <-b.quit:
+			return
+		}
+	gather:
+		for len(batch) < botBatchMax {
+			select {
+			case call := <-b.calls:
+				batch = append(batch, call)
+			default:
+				break gather
+			}
+		}
+		b.flush(batch)
+	}
+}
+
+// flush queues a batch: one task for all of it, or, for a message alone (or a batch whose task id was
+// taken, which a message new only once cannot cause), a task per message as before.
+func (b *botBatcher) flush(batch []*botEnqueue) {
+	ctx, cancel := context.WithTimeout(context.Background(), botBatchTimeout)
+	defer cancel()
+	if len(batch) > 1 {
+		setErr, err := b.q.enqueueBatch(ctx, batch)
+		if !errors.Is(err, asynq.ErrTaskIDConflict) {
+			for _, call := range batch {
+				call.done <- botEnqueued{setErr: setErr, err: err}
+			}
+			return
+		}
+	}
+	for _, call := range batch {
+		setErr, err := b.q.botReplyAndSetOne(ctx, call.messageID, call.key, call.value, call.ttl)
+		call.done <- botEnqueued{setErr: setErr, err: err}
+	}
+}
+
+// batchMarkScript sets, once the batch task is in Redis, each message's marker (the batch's task id)
+// and its de-duplication key, as setIfQueuedScript does for one message.
+//
+//	KEYS[1] the batch task's key (asynqTaskKey); then per message its marker, then its key to set
+//	ARGV[1] the batch's task id, ARGV[2] the markers' TTL in ms; then per message the key's value and TTL in ms
+const batchMarkScript = `
+if redis.call("EXISTS", KEYS[1]) == 0 then
+  return false
+end
+for i = 2, #KEYS, 2 do
+  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
+  redis.call("SET", KEYS[i + 1], ARGV[i + 1], "PX", ARGV[i + 2])
+end
+return (#KEYS - 1) / 2
+`
+
+// enqueueBatch queues one task for the batch's messages, and sets their markers and keys in the same
+// round trip (piggyback.go). err is the enqueue's outcome (asynq.ErrTaskIDConflict returned as is);
+// setErr the keys' (best effort).
+func (q *Queue) enqueueBatch(ctx context.Context, batch []*botEnqueue) (setErr, err error) {
+	slices.SortFunc(batch, func(a, b *botEnqueue) int { return strings.Compare(a.messageID, b.messageID) })
+	ids := make([]string, len(batch))
+	taskID := botBatchTaskID(batch[0].messageID)
+	keys := []string{asynqTaskKey(QueueDefault, taskID)}
+	args := []any{taskID, botMarkerTTL.Milliseconds()}
+	for i, call := range batch {
+		ids[i] = call.messageID
+		keys = append(keys, botBatchKey(call.messageID), call.key)
+		args = append(args, call.value, call.ttl.Milliseconds())
+	}
+	cmd := append([]any{"eval", batchMarkScript, len(keys)}, stringsToAny(keys)...)
+	mark := redis.NewCmd(ctx, append(cmd, args...)...)
+	raw, err := json.Marshal(BotRepliesPayload{MessageIDs: ids})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %s: %w", TypeBotReplies, err)
+	}
+	pctx, p := withPiggyback(ctx, mark)
+	_, err = q.client.EnqueueContext(pctx, asynq.NewTask(TypeBotReplies, raw), asynq.TaskID(taskID),
+		asynq.Queue(QueueDefault), asynq.MaxRetry(botMaxRetry))
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %s: %w", TypeBotReplies, err)
+	}
+	if !p.sent {
+		return q.rdb.Eval(ctx, batchMarkScript, keys, args...).Err(), nil
+	}
+	if errors.Is(mark.Err(), redis.Nil) {
+		return errNotQueued, nil
+	}
+	return mark.Err(), nil
+}
+
+func stringsToAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// BotReplyUnlessHeld enqueues the bot's reply to a message (as BotReply) unless a task holds it already
+// (BotReplyInProgress): a batch that named the message has no task id of the message's own to collide
+// with. The sweep and the retry of a message whose reply is still owed use it.
+func (q *Queue) BotReplyUnlessHeld(ctx context.Context, messageID string) error {
+	held, err := q.BotReplyInProgress(messageID)
+	if err != nil || held {
+		return err
+	}
+	return q.BotReply(ctx, messageID)
+}
+
+// botReplyAfter gives a message whose try in a batch failed a task of its own, delay later, with the
+// retries left (prior tries made: 1 when the failed try spends one, see isFailure).
+func (q *Queue) botReplyAfter(ctx context.Context, messageID string, prior int, delay time.Duration) error {
+	return q.enqueue(ctx, TypeBotReply, BotReplyPayload{MessageID: messageID, Prior: prior},
+		asynq.TaskID(botReplyTaskID(messageID)), asynq.Queue(QueueDefault), asynq.MaxRetry(botMaxRetry-prior),
+		asynq.ProcessIn(delay))
+}
+
+// handleBotReplies answers a batch of incoming messages: read in one query, each answered as its own
+// task would (answer), in parallel while the worker has free slots. A message whose try fails goes on
+// in a task of its own; the batch fails (and is rerun whole) only when it cannot hand that on.
+func (h *Handler) handleBotReplies(ctx context.Context, t *asynq.Task) error {
+	p, err := payloadOf[BotRepliesPayload](t)
+	if err != nil {
+		return err
+	}
+	msgs, err := h.Store.MessagesForWork(ctx, p.MessageIDs)
+	if err != nil {
+		return err
+	}
+	type failure struct {
+		id  string
+		err error
+	}
+	var (
+		mu     sync.Mutex
+		failed []failure
+		wg     sync.WaitGroup
+	)
+	for _, in := range msgs {
+		run := func() {
+			if err := h.answer(ctx, in, botTry{maxRetry: botMaxRetry}); err != nil {
+				mu.Lock()
+				failed = append(failed, failure{in.ID, err})
+				mu.Unlock()
+			}
+		}
+		if h.slots.borrow() {
+			wg.Go(func() {
+				defer h.slots.give()
+				run()
+			})
+		} else {
+			run() // on the batch's own slot
+		}
+	}
+	wg.Wait()
+	for _, f := range failed {
+		if errors.Is(f.err, asynq.SkipRetry) {
+			h.Log.WarnContext(ctx, "bot reply given up", "message_id", f.id, "error", f.err.Error())
+			continue
+		}
+		prior := 0
+		if isFailure(f.err) {
+			prior = 1
+		}
+		h.Log.WarnContext(ctx, "bot reply failed in a batch; it goes on in a task of its own", "message_id", f.id, "error", f.err.Error())
+		if err := h.Queue.botReplyAfter(ctx, f.id, prior, h.botRetryDelay(0)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// botRetryDelay is the wait before the n-th retry of a bot reply.
+func (h *Handler) botRetryDelay(n int) time.Duration {
+	if len(h.BotRetryDelays) == 0 {
+		return 0
+	}
+	return h.BotRetryDelays[min(n, len(h.BotRetryDelays)-1)]
+}
+
+// workSlots bounds what a worker process runs at once to WORKER_CONCURRENCY, batches included: each
+// task holds a slot (holdSlot), and a batch answers a message beside the others only on a slot it
+// borrows. So the database connections a worker needs stay what the configuration checks
+// (DATABASE_POOL_SIZE against WORKER_CONCURRENCY). A nil workSlots bounds nothing and lends nothing.
+type workSlots chan struct{}
+
+func newWorkSlots(n int) workSlots { return make(workSlots, max(n, 1)) }
+
+// borrow takes a free slot if there is one.
+func (s workSlots) borrow() bool {
+	if s == nil {
+		return false
+	}
+	select {
+	case s <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s workSlots) give() { <-s }
+
+// holdSlot is the middleware that makes each task hold a slot while it runs.
+func (h *Handler) holdSlot(next asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		if h.slots == nil {
+			return next.ProcessTask(ctx, t)
+		}
+		select {
+		case h.slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer h.slots.give()
+		return next.ProcessTask(ctx, t)
+	})
+}

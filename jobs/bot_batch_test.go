@@ -1,0 +1,194 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"funnelchat/config"
+)
+
+// holdFirstScript is a pipeline hook that holds the next script call (an enqueue) until released, so
+// that the enqueues behind it wait for the batcher together.
+type holdFirstScript struct {
+	once    sync.Once
+	release chan struct{}
+}
+
+func (h *holdFirstScript) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *holdFirstScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *holdFirstScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 1 && isScriptCall(cmds[0]) {
+			h.once.Do(func() { <-h.release })
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func batchQueue(t *testing.T) (*Queue, *miniredis.Miniredis) {
+	t.Helper()
+	mini := miniredis.RunT(t)
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := NewQueue(asynq.RedisClientOpt{Addr: mini.Addr()}, cfg)
+	t.Cleanup(func() { _ = q.Close() })
+	return q, mini
+}
+
+// Enqueues that wait while one is on its way go out as one task naming each message, with each
+// message's de-duplication key and its batch marker set in the same round trip; the reply of every
+// message is then held (BotReplyInProgress), so a retry or the sweep queues no second task for it.
+func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
+	q, mini := batchQueue(t)
+	ctx := context.Background()
+	// Warm: the queue's registration and the scripts.
+	if _, err := q.BotReplyAndSet(ctx, "msg_warm", "k_warm", "msg_warm", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	hold := &holdFirstScript{release: make(chan struct{})}
+	q.rdb.AddHook(hold)
+
+	const n = 12
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	enqueue := func(i int) {
+		ids[i] = fmt.Sprintf("msg_%02d", i)
+		var setErr error
+		setErr, errs[i] = q.BotReplyAndSet(ctx, ids[i], "k_"+ids[i], ids[i], time.Hour)
+		if errs[i] == nil {
+			errs[i] = setErr
+		}
+	}
+	wg.Go(func() { enqueue(0) }) // its enqueue is held on its way
+	deadline := time.Now().Add(5 * time.Second)
+	for len(q.bots.calls) != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // until the flusher has taken it
+	}
+	time.Sleep(20 * time.Millisecond)
+	for i := 1; i < n; i++ {
+		wg.Go(func() { enqueue(i) })
+	}
+	for len(q.bots.calls) != n-1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := len(q.bots.calls); got != n-1 {
+		t.Fatalf("%d enqueues waiting, want %d", got, n-1)
+	}
+	close(hold.release)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", ids[i], err)
+		}
+	}
+
+	// msg_00 went alone, as its own task; the eleven behind it as one batch, oldest first.
+	if !mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID(ids[0]))) {
+		t.Fatal("the first message has no task of its own")
+	}
+	batchID := botBatchTaskID(ids[1])
+	info, err := q.inspector.GetTaskInfo(QueueDefault, batchID)
+	if err != nil {
+		t.Fatalf("batch task %s: %v", batchID, err)
+	}
+	var p BotRepliesPayload
+	if err := json.Unmarshal(info.Payload, &p); err != nil || info.Type != TypeBotReplies {
+		t.Fatalf("batch task %s %s: %v", info.Type, info.Payload, err)
+	}
+	if strings.Join(p.MessageIDs, ",") != strings.Join(ids[1:], ",") {
+		t.Fatalf("batch names %v, want %v", p.MessageIDs, ids[1:])
+	}
+	pending, err := q.inspector.ListPendingTasks(QueueDefault)
+	if err != nil || len(pending) != 3 { // warm-up, msg_00, the batch
+		t.Fatalf("%d tasks pending (%v), want 3", len(pending), err)
+	}
+	for _, id := range ids[1:] {
+		if v, _ := mini.Get("k_" + id); v != id || mini.TTL("k_"+id) != time.Hour {
+			t.Fatalf("%s: key %q, TTL %s", id, v, mini.TTL("k_"+id))
+		}
+		if v, _ := mini.Get(botBatchKey(id)); v != batchID {
+			t.Fatalf("%s: marker %q, want %q", id, v, batchID)
+		}
+		if held, err := q.BotReplyInProgress(id); err != nil || !held {
+			t.Fatalf("%s: held %v, %v", id, held, err)
+		}
+		// A sender's retry, or the sweep: the batch holds the reply, so no task of its own.
+		if err := q.BotReplyUnlessHeld(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID(id))) {
+			t.Fatalf("%s: a second task beside its batch", id)
+		}
+	}
+
+	// Once the batch is done (deleted, as asynq deletes a completed task), nothing holds the replies:
+	// one still owed gets a task of its own.
+	if err := q.inspector.DeleteTask(QueueDefault, batchID); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := q.BotReplyInProgress(ids[3]); err != nil || held {
+		t.Fatalf("held %v, %v after the batch is gone", held, err)
+	}
+	if err := q.BotReplyUnlessHeld(ctx, ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	if !mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID(ids[3]))) {
+		t.Fatal("an owed reply whose batch is gone got no task")
+	}
+}
+
+// A batch whose enqueue fails leaves no key and no marker set, and every request of it gets the error.
+func TestFailedBatchEnqueueSetsNothing(t *testing.T) {
+	q, mini := batchQueue(t)
+	drop := &dropScript{}
+	q.rdb.AddHook(drop)
+	drop.on.Store(true)
+	batch := []*botEnqueue{
+		{messageID: "msg_a", key: "k_a", value: "msg_a", ttl: time.Hour, done: make(chan botEnqueued, 1)},
+		{messageID: "msg_b", key: "k_b", value: "msg_b", ttl: time.Hour, done: make(chan botEnqueued, 1)},
+	}
+	q.botsOnce.Do(func() { q.bots = newBotBatcher(q) })
+	q.bots.flush(batch)
+	for _, call := range batch {
+		out := <-call.done
+		if out.err == nil || !strings.Contains(out.err.Error(), "refused") {
+			t.Fatalf("%s: enqueue %v", call.messageID, out.err)
+		}
+		if mini.Exists(call.key) || mini.Exists(botBatchKey(call.messageID)) {
+			t.Fatalf("%s: key or marker set after a failed enqueue", call.messageID)
+		}
+	}
+	if mini.Exists(asynqTaskKey(QueueDefault, botBatchTaskID("msg_a"))) {
+		t.Fatal("the batch is queued")
+	}
+}
+
+// A message whose try in a batch failed goes on in a task of its own, with the retries and the spacing
+// left: Prior 1 makes the retry delays continue where the batch's try left off.
+func TestBotRetryDelaysCountTheBatchsTry(t *testing.T) {
+	delays := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}
+	f := retryDelay([]time.Duration{time.Minute}, delays)
+	alone, _ := json.Marshal(BotReplyPayload{MessageID: "m"})
+	after, _ := json.Marshal(BotReplyPayload{MessageID: "m", Prior: 1})
+	if d := f(0, fmt.Errorf("x"), asynq.NewTask(TypeBotReply, alone)); d != time.Second {
+		t.Fatalf("first retry of a task alone: %s", d)
+	}
+	if d := f(0, fmt.Errorf("x"), asynq.NewTask(TypeBotReply, after)); d != 2*time.Second {
+		t.Fatalf("first retry after a batch's try: %s", d)
+	}
+	if d := f(5, fmt.Errorf("x"), asynq.NewTask(TypeBotReply, after)); d != 3*time.Second {
+		t.Fatalf("late retry: %s", d)
+	}
+}
