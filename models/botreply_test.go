@@ -146,3 +146,34 @@ func TestRecordBotReplyConcurrentlyStoresOne(t *testing.T) {
 		}
 	}
 }
+
+// MessagesForWork reads a batch's messages in one query, each with its contact and account, in the
+// order of their ids; an id that names no message is left out.
+func TestMessagesForWorkReadsABatch(t *testing.T) {
+	ctx := context.Background()
+	acc := newAccount(t)
+	id := acc.Account.ID
+	var ids []string
+	for i := range 3 {
+		m := csIncoming(t, env.Store, id, csFrom(fmt.Sprint("mfw-", i)), "chat", fmt.Sprint("hello ", i))
+		ids = append(ids, m.ID)
+	}
+	asked := []string{ids[2], "msg_00000000000000000000000000", ids[0], `msg_"quoted\`, ids[1]}
+	for range 2 { // the second time on PostgreSQL runs the prepared statement
+		got, err := env.Store.MessagesForWork(ctx, asked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 {
+			t.Fatalf("%d messages, want 3", len(got))
+		}
+		for i, m := range got {
+			if m.ID != ids[i] || m.Body != fmt.Sprint("hello ", i) {
+				t.Fatalf("message %d: %s %q, want %s in id order", i, m.ID, m.Body, ids[i])
+			}
+			if m.Contact == nil || m.Contact.ID != m.ContactID || m.Account == nil || m.Account.ID != id {
+				t.Fatalf("message %s read without its contact and account: %+v %+v", m.ID, m.Contact, m.Account)
+			}
+		}
+	}
+}
