@@ -12,6 +12,8 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"funnelchat/models"
 )
 
 // Bot replies in batches. Under load the api stores incoming messages in batches (one transaction for
@@ -96,16 +98,7 @@ func (b *botBatcher) flusher() {
 		case <-b.quit:
 			return
 		}
-	gather:
-		for len(batch) < botBatchMax {
-			select {
-			case call := <-b.calls:
-				batch = append(batch, call)
-			default:
-				break gather
-			}
-		}
-		b.flush(batch)
+		b.flush(models.Gather(batch, b.calls, botBatchMax))
 	}
 }
 

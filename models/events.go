@@ -122,15 +122,7 @@ func (p *RedisEvents) run() {
 			stopping = true
 			batch = batch[:0]
 		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case e := <-p.queue:
-				batch = append(batch, e)
-			default:
-				break drain
-			}
-		}
+		batch = Gather(batch, p.queue, maxBatch)
 		if len(batch) > 0 {
 			p.send(batch)
 		}

@@ -331,16 +331,7 @@ func (b *ingestBatcher) flusher() {
 		case <-b.quit:
 			return
 		}
-	gather:
-		for len(batch) < ingestMaxBatch {
-			select {
-			case call := <-b.queue:
-				batch = append(batch, call)
-			default:
-				break gather
-			}
-		}
-		b.flush(batch)
+		b.flush(Gather(batch, b.queue, ingestMaxBatch))
 	}
 }
 
