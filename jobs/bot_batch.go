@@ -52,6 +52,8 @@ const (
 	botMarkerTTL = 24 * time.Hour
 )
 
+var errQueueClosed = errors.New("enqueue bot reply: the queue is closed")
+
 // botBatchTaskID is a batch's task id: its first message's, which is new only once.
 func botBatchTaskID(firstMessageID string) string { return "bots:" + firstMessageID }
 
@@ -96,6 +98,10 @@ func (b *botBatcher) flusher() {
 		case call := <-b.calls:
 			batch = append(batch[:0], call)
 		case <-b.quit:
+			// Calls still queued get an answer: their requests answer 503 at once, not at their timeout.
+			for _, call := range models.Gather(nil, b.calls, cap(b.calls)) {
+				call.done <- botEnqueued{err: errQueueClosed}
+			}
 			return
 		}
 		b.flush(models.Gather(batch, b.calls, botBatchMax))

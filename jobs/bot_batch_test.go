@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -191,4 +192,20 @@ func TestBotRetryDelaysCountTheBatchsTry(t *testing.T) {
 	if d := f(5, fmt.Errorf("x"), asynq.NewTask(TypeBotReply, after)); d != 3*time.Second {
 		t.Fatalf("late retry: %s", d)
 	}
+}
+
+// After Close, an enqueue answers at once that the queue is closed; Close twice is harmless.
+func TestBotReplyAfterCloseAnswersAtOnce(t *testing.T) {
+	q, _ := batchQueue(t)
+	ctx := context.Background()
+	if _, err := q.BotReplyAndSet(ctx, "msg_1", "k1", "msg_1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	_ = q.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := q.BotReplyAndSet(ctx, "msg_2", "k2", "msg_2", time.Hour); !errors.Is(err, errQueueClosed) {
+		t.Fatalf("enqueue after Close: %v, want %v", err, errQueueClosed)
+	}
+	_ = q.Close()
 }

@@ -66,8 +66,9 @@ type Queue struct {
 	rdb redis.UniversalClient
 	cfg *config.Config
 	// bots batches the api's bot reply enqueues (bot_batch.go), from the first BotReplyAndSet.
-	botsOnce sync.Once
-	bots     *botBatcher
+	botsOnce  sync.Once
+	bots      *botBatcher
+	closeOnce sync.Once
 }
 
 // NewQueue returns a Queue on the given Redis. Its connection carries piggybackHook (see
@@ -120,9 +121,11 @@ func (q *Queue) inProgress(taskID string) (bool, error) {
 // would refuse: the connection is ours.)
 func (q *Queue) Close() error {
 	q.botsOnce.Do(func() {}) // no batcher starts after this
-	if q.bots != nil {
-		q.bots.close()
-	}
+	q.closeOnce.Do(func() {
+		if q.bots != nil {
+			q.bots.close()
+		}
+	})
 	return q.rdb.Close()
 }
 
@@ -144,7 +147,12 @@ func (q *Queue) BotReply(ctx context.Context, messageID string) error {
 func (q *Queue) BotReplyAndSet(ctx context.Context, messageID, key, value string, ttl time.Duration) (setErr, err error) {
 	q.botsOnce.Do(func() { q.bots = newBotBatcher(q) })
 	if q.bots == nil {
-		return nil, errors.New("enqueue bot reply: the queue is closed")
+		return nil, errQueueClosed
+	}
+	select {
+	case <-q.bots.quit:
+		return nil, errQueueClosed
+	default:
 	}
 	call := &botEnqueue{messageID: messageID, key: key, value: value, ttl: ttl, done: make(chan botEnqueued, 1)}
 	select {
@@ -152,7 +160,7 @@ func (q *Queue) BotReplyAndSet(ctx context.Context, messageID, key, value string
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-q.bots.quit:
-		return nil, errors.New("enqueue bot reply: the queue is closed")
+		return nil, errQueueClosed
 	}
 	select {
 	case out := <-call.done:
@@ -160,6 +168,8 @@ func (q *Queue) BotReplyAndSet(ctx context.Context, messageID, key, value string
 	case <-ctx.Done():
 		// The batch may still be queued: the sender's retry finds the message, and its reply held.
 		return nil, ctx.Err()
+	case <-q.bots.quit:
+		return nil, errQueueClosed // (as above, if its batch was on its way)
 	}
 }
 
