@@ -108,22 +108,20 @@ func (b *botBatcher) flusher() {
 	}
 }
 
-// flush queues a batch: one task for all of it, or, for a message alone (or a batch whose task id was
-// taken, which a message new only once cannot cause), a task per message as before.
+// flush queues a batch: one task for all of it, or, for a message alone, its own task as before.
 func (b *botBatcher) flush(batch []*botEnqueue) {
 	ctx, cancel := context.WithTimeout(context.Background(), botBatchTimeout)
 	defer cancel()
-	if len(batch) > 1 {
-		setErr, err := b.q.enqueueBatch(ctx, batch)
-		if !errors.Is(err, asynq.ErrTaskIDConflict) {
-			for _, call := range batch {
-				call.done <- botEnqueued{setErr: setErr, err: err}
-			}
-			return
-		}
-	}
-	for _, call := range batch {
+	if len(batch) == 1 {
+		call := batch[0]
 		setErr, err := b.q.botReplyAndSetOne(ctx, call.messageID, call.key, call.value, call.ttl)
+		call.done <- botEnqueued{setErr: setErr, err: err}
+		return
+	}
+	// The batch's task id is its first message's, new only once, so it never collides: a failure is
+	// Redis's, and every request of the batch answers 503 and retries.
+	setErr, err := b.q.enqueueBatch(ctx, batch)
+	for _, call := range batch {
 		call.done <- botEnqueued{setErr: setErr, err: err}
 	}
 }
@@ -145,20 +143,19 @@ return (#KEYS - 1) / 2
 `
 
 // enqueueBatch queues one task for the batch's messages, and sets their markers and keys in the same
-// round trip (piggyback.go). err is the enqueue's outcome (asynq.ErrTaskIDConflict returned as is);
-// setErr the keys' (best effort).
+// round trip (piggyback.go). err is the enqueue's outcome; setErr the keys' (best effort).
 func (q *Queue) enqueueBatch(ctx context.Context, batch []*botEnqueue) (setErr, err error) {
 	slices.SortFunc(batch, func(a, b *botEnqueue) int { return strings.Compare(a.messageID, b.messageID) })
 	ids := make([]string, len(batch))
 	taskID := botBatchTaskID(batch[0].messageID)
-	keys := []string{asynqTaskKey(QueueDefault, taskID)}
+	keys := []any{asynqTaskKey(QueueDefault, taskID)}
 	args := []any{taskID, botMarkerTTL.Milliseconds()}
 	for i, call := range batch {
 		ids[i] = call.messageID
 		keys = append(keys, botBatchKey(call.messageID), call.key)
 		args = append(args, call.value, call.ttl.Milliseconds())
 	}
-	cmd := append([]any{"eval", batchMarkScript, len(keys)}, stringsToAny(keys)...)
+	cmd := append([]any{"eval", batchMarkScript, len(keys)}, keys...)
 	mark := redis.NewCmd(ctx, append(cmd, args...)...)
 	raw, err := json.Marshal(BotRepliesPayload{MessageIDs: ids})
 	if err != nil {
@@ -171,7 +168,7 @@ func (q *Queue) enqueueBatch(ctx context.Context, batch []*botEnqueue) (setErr, 
 		return nil, fmt.Errorf("enqueue %s: %w", TypeBotReplies, err)
 	}
 	if !p.sent {
-		return q.rdb.Eval(ctx, batchMarkScript, keys, args...).Err(), nil
+		_ = q.rdb.Process(ctx, mark) // asynq made no script call to carry it: its own round trip
 	}
 	if errors.Is(mark.Err(), redis.Nil) {
 		return errNotQueued, nil
@@ -179,19 +176,11 @@ func (q *Queue) enqueueBatch(ctx context.Context, batch []*botEnqueue) (setErr, 
 	return mark.Err(), nil
 }
 
-func stringsToAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}
-
 // BotReplyUnlessHeld enqueues the bot's reply to a message (as BotReply) unless a task holds it already
 // (BotReplyInProgress): a batch that named the message has no task id of the message's own to collide
 // with. The sweep and the retry of a message whose reply is still owed use it.
 func (q *Queue) BotReplyUnlessHeld(ctx context.Context, messageID string) error {
-	held, err := q.BotReplyInProgress(messageID)
+	held, err := q.BotReplyInProgress(ctx, messageID)
 	if err != nil || held {
 		return err
 	}
@@ -255,19 +244,19 @@ func (h *Handler) handleBotReplies(ctx context.Context, t *asynq.Task) error {
 			prior = 1
 		}
 		h.Log.WarnContext(ctx, "bot reply failed in a batch; it goes on in a task of its own", "message_id", f.id, "error", f.err.Error())
-		if err := h.Queue.botReplyAfter(ctx, f.id, prior, h.botRetryDelay(0)); err != nil {
+		if err := h.Queue.botReplyAfter(ctx, f.id, prior, botDelay(h.BotRetryDelays, 0)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// botRetryDelay is the wait before the n-th retry of a bot reply.
-func (h *Handler) botRetryDelay(n int) time.Duration {
-	if len(h.BotRetryDelays) == 0 {
+// botDelay is the wait before a bot reply's retry after n tries that failed (the last delay repeats).
+func botDelay(delays []time.Duration, n int) time.Duration {
+	if len(delays) == 0 {
 		return 0
 	}
-	return h.BotRetryDelays[min(n, len(h.BotRetryDelays)-1)]
+	return delays[min(n, len(delays)-1)]
 }
 
 // workSlots bounds what a worker process runs at once to WORKER_CONCURRENCY, batches included: each

@@ -122,7 +122,7 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 		if v, _ := mini.Get(botBatchKey(id)); v != batchID {
 			t.Fatalf("%s: marker %q, want %q", id, v, batchID)
 		}
-		if held, err := q.BotReplyInProgress(id); err != nil || !held {
+		if held, err := q.BotReplyInProgress(ctx, id); err != nil || !held {
 			t.Fatalf("%s: held %v, %v", id, held, err)
 		}
 		// A sender's retry, or the sweep: the batch holds the reply, so no task of its own.
@@ -139,7 +139,7 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	if err := q.inspector.DeleteTask(QueueDefault, batchID); err != nil {
 		t.Fatal(err)
 	}
-	if held, err := q.BotReplyInProgress(ids[3]); err != nil || held {
+	if held, err := q.BotReplyInProgress(ctx, ids[3]); err != nil || held {
 		t.Fatalf("held %v, %v after the batch is gone", held, err)
 	}
 	if err := q.BotReplyUnlessHeld(ctx, ids[3]); err != nil {

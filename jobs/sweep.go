@@ -31,7 +31,7 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 			// A bot reply not yet attempted belongs to the bot's task while that task lives: the task
 			// delivers it inline and may be waiting to record the receiver's answer (our database
 			// down). A delivery task of the sweep's would send it a second time meanwhile.
-			busy, err := h.Queue.BotReplyInProgress(*d.ReplyToID)
+			busy, err := h.Queue.BotReplyInProgress(ctx, *d.ReplyToID)
 			if err != nil {
 				return err
 			}

@@ -86,12 +86,12 @@ func NewQueue(opt asynq.RedisConnOpt, cfg *config.Config) *Queue {
 // run or rerun (pending, scheduled, active or retrying): such a task owns the delivery of the reply it
 // stored (it delivers it inline, or again on its rerun). A completed or archived task, or one Redis
 // lost, owns nothing.
-func (q *Queue) BotReplyInProgress(messageID string) (bool, error) {
+func (q *Queue) BotReplyInProgress(ctx context.Context, messageID string) (bool, error) {
 	if busy, err := q.inProgress(botReplyTaskID(messageID)); busy || err != nil {
 		return busy, err
 	}
 	// Or the batch that named it (bot_batch.go).
-	batch, err := q.rdb.Get(context.Background(), botBatchKey(messageID)).Result()
+	batch, err := q.rdb.Get(ctx, botBatchKey(messageID)).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return false, nil
@@ -258,11 +258,11 @@ func retryDelay(schedule, botDelays []time.Duration) asynq.RetryDelayFunc {
 		case TypeWebhookDeliver, TypeAlertDeliver:
 			return scheduledDelay(schedule, n, task.Payload())
 		case TypeBotReplies:
-			return botDelays[min(n, len(botDelays)-1)]
+			return botDelay(botDelays, n)
 		case TypeBotReply:
 			var p BotReplyPayload
 			_ = json.Unmarshal(task.Payload(), &p) // a payload that does not decode never ran
-			return botDelays[min(n+p.Prior, len(botDelays)-1)]
+			return botDelay(botDelays, n+p.Prior)
 		}
 		return asynq.DefaultRetryDelayFunc(n, err, task)
 	}

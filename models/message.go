@@ -160,7 +160,8 @@ func (s *Store) MessagesForWork(ctx context.Context, ids []string) ([]*Message, 
 	query := func(msgs *[]*Message) *bun.SelectQuery {
 		return s.db.NewSelect().Model(msgs).Relation("Contact").Relation("Account").Order("message.id")
 	}
-	// Prepared on PostgreSQL, as MessageForWork: planning the join costs more than running it.
+	// Prepared on PostgreSQL, as MessageForWork: planning the join costs more than running it. (The
+	// prepared text takes the ids as one text[]; SQLite runs bun's own query, with IN.)
 	conn, err := s.preparedConnFor(ctx, "messages_for_work", func() string {
 		return query(new([]*Message)).Where("message.id = ANY($1::text[])").String()
 	}, textArray(ids))
