@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -142,5 +143,87 @@ func TestBatchedReplyFailsAlone(t *testing.T) {
 		if l := find(lines, map[string]string{"msg": "task", "task_type": jobs.TypeBotReply, "task_id": "bot:" + id}); l == nil || l["outcome"] != "ok" {
 			t.Errorf("%s: its own task's log %v", id, l)
 		}
+	}
+}
+
+// Messages from a provider (here SMS, whose inbound webhook carries no key for the api's de-duplication
+// fast path) are batched like the custom channel's: concurrent ones share a bot:replies task, and each
+// sender gets exactly one reply. The provider's retry of a batched message while its batch waits queues
+// no second task.
+func TestConcurrentSMSInboundShareABatch(t *testing.T) {
+	twilio := newSink(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"sid":"SM%032d"}`, n)
+	})
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	_, key := newAccount(t)
+	expect(t, do(t, "PUT", srv.URL+"/v1/settings/channels/sms", key,
+		map[string]any{"accountSid": "AC77", "authToken": "tok-77", "from": "+1 415 555 9000"}), http.StatusOK, "")
+	inboundURL := srv.URL + "/v1/channels/sms/inbound"
+	post := func(sid, from string) {
+		form := url.Values{"MessageSid": {sid}, "AccountSid": {"AC77"}, "From": {from}, "To": {"+14155559000"}, "Body": {"hello"}}
+		r := do(t, "POST", inboundURL, "", form.Encode(), "Content-Type: application/x-www-form-urlencoded",
+			"X-Twilio-Signature: "+twilioSign("tok-77", inboundURL, form))
+		expect(t, r, http.StatusOK, "")
+	}
+
+	// Bursts of concurrent messages, no worker yet, until one burst forms a batch.
+	inspector := asynq.NewInspector(env.Asynq)
+	defer inspector.Close()
+	seen := map[string]bool{} // batches queued before (another test's)
+	if pending, err := inspector.ListPendingTasks(jobs.QueueDefault, asynq.PageSize(1000)); err == nil {
+		for _, task := range pending {
+			seen[task.ID] = true
+		}
+	}
+	var senders []string
+	var batch *asynq.TaskInfo
+	for burst := 0; burst < 10 && batch == nil; burst++ {
+		var wg sync.WaitGroup
+		for i := range 16 {
+			from := fmt.Sprintf("+1415555%02d%02d", 10+burst, 10+i)
+			senders = append(senders, from)
+			wg.Go(func() { post(fmt.Sprintf("SMbatch%d-%d", burst, i), from) })
+		}
+		wg.Wait()
+		pending, err := inspector.ListPendingTasks(jobs.QueueDefault, asynq.PageSize(1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range pending {
+			if task.Type == jobs.TypeBotReplies && !seen[task.ID] {
+				batch = task
+			}
+		}
+	}
+	if batch == nil {
+		t.Fatal("no burst of 16 concurrent SMS formed a batch")
+	}
+	before, err := inspector.ListPendingTasks(jobs.QueueDefault, asynq.PageSize(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Twilio retries the last burst's first message: stored already, its reply owed and held.
+	post(fmt.Sprintf("SMbatch%d-%d", len(senders)/16-1, 0), senders[len(senders)-16])
+	if after, err := inspector.ListPendingTasks(jobs.QueueDefault, asynq.PageSize(1000)); err != nil || len(after) != len(before) {
+		t.Fatalf("%d tasks pending after a retry, %d before (%v): want no new task", len(after), len(before), err)
+	}
+
+	startWorker(t, "SMS_API_BASE_URL="+twilio.URL)
+	waitFor(t, 30*time.Second, "an SMS reply to every sender", func() bool { return len(twilio.deliveries()) >= len(senders) })
+	time.Sleep(300 * time.Millisecond) // a second reply, if one were coming, would be on its way by now
+	to := map[string]int{}
+	for _, d := range twilio.deliveries() {
+		form, _ := url.ParseQuery(string(d.Body))
+		to[form.Get("To")]++
+	}
+	for _, from := range senders {
+		if to[from] != 1 {
+			t.Errorf("%s: %d replies, want 1", from, to[from])
+		}
+	}
+	if len(to) != len(senders) {
+		t.Errorf("replies to %d numbers, want the %d senders", len(to), len(senders))
 	}
 }

@@ -60,7 +60,8 @@ func botBatchTaskID(firstMessageID string) string { return "bots:" + firstMessag
 // botBatchKey is the Redis key that names the batch task holding a message's bot reply.
 func botBatchKey(messageID string) string { return "botbatch:" + messageID }
 
-// botEnqueue is one incoming request's enqueue waiting for its batch.
+// botEnqueue is one incoming request's enqueue waiting for its batch; key is "" when there is no
+// de-duplication key to set with it (BotReplyToNew).
 type botEnqueue struct {
 	messageID, key, value string
 	ttl                   time.Duration
@@ -70,7 +71,7 @@ type botEnqueue struct {
 type botEnqueued struct{ setErr, err error }
 
 // botBatcher gathers the bot reply enqueues of concurrent requests into batches (see the top of the
-// file). It starts with the Queue's first BotReplyAndSet: a worker's Queue never runs it.
+// file). It starts with the Queue's first BotReplyAndSet or BotReplyToNew: a worker's Queue never runs it.
 type botBatcher struct {
 	q     *Queue
 	calls chan *botEnqueue
@@ -114,6 +115,10 @@ func (b *botBatcher) flush(batch []*botEnqueue) {
 	defer cancel()
 	if len(batch) == 1 {
 		call := batch[0]
+		if call.key == "" {
+			call.done <- botEnqueued{err: b.q.BotReply(ctx, call.messageID)}
+			return
+		}
 		setErr, err := b.q.botReplyAndSetOne(ctx, call.messageID, call.key, call.value, call.ttl)
 		call.done <- botEnqueued{setErr: setErr, err: err}
 		return
@@ -127,19 +132,23 @@ func (b *botBatcher) flush(batch []*botEnqueue) {
 }
 
 // batchMarkScript sets, once the batch task is in Redis, each message's marker (the batch's task id)
-// and its de-duplication key, as setIfQueuedScript does for one message.
+// and the de-duplication keys of those that have one, as setIfQueuedScript does for one message.
 //
-//	KEYS[1] the batch task's key (asynqTaskKey); then per message its marker, then its key to set
-//	ARGV[1] the batch's task id, ARGV[2] the markers' TTL in ms; then per message the key's value and TTL in ms
+//	KEYS[1] the batch task's key (asynqTaskKey); then the N markers; then the keys to set
+//	ARGV[1] the batch's task id, ARGV[2] the markers' TTL in ms, ARGV[3] N; then per key its value and TTL in ms
 const batchMarkScript = `
 if redis.call("EXISTS", KEYS[1]) == 0 then
   return false
 end
-for i = 2, #KEYS, 2 do
+local n = tonumber(ARGV[3])
+for i = 2, n + 1 do
   redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
-  redis.call("SET", KEYS[i + 1], ARGV[i + 1], "PX", ARGV[i + 2])
 end
-return (#KEYS - 1) / 2
+for i = n + 2, #KEYS do
+  local a = 2 * (i - n) -- ARGV[4], ARGV[6], ... for the keys in turn
+  redis.call("SET", KEYS[i], ARGV[a], "PX", ARGV[a + 1])
+end
+return n
 `
 
 // enqueueBatch queues one task for the batch's messages, and sets their markers and keys in the same
@@ -149,11 +158,16 @@ func (q *Queue) enqueueBatch(ctx context.Context, batch []*botEnqueue) (setErr, 
 	ids := make([]string, len(batch))
 	taskID := botBatchTaskID(batch[0].messageID)
 	keys := []any{asynqTaskKey(QueueDefault, taskID)}
-	args := []any{taskID, botMarkerTTL.Milliseconds()}
+	args := []any{taskID, botMarkerTTL.Milliseconds(), len(batch)}
 	for i, call := range batch {
 		ids[i] = call.messageID
-		keys = append(keys, botBatchKey(call.messageID), call.key)
-		args = append(args, call.value, call.ttl.Milliseconds())
+		keys = append(keys, botBatchKey(call.messageID))
+	}
+	for _, call := range batch {
+		if call.key != "" {
+			keys = append(keys, call.key)
+			args = append(args, call.value, call.ttl.Milliseconds())
+		}
 	}
 	cmd := append([]any{"eval", batchMarkScript, len(keys)}, keys...)
 	mark := redis.NewCmd(ctx, append(cmd, args...)...)

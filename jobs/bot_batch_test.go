@@ -48,8 +48,9 @@ func batchQueue(t *testing.T) (*Queue, *miniredis.Miniredis) {
 }
 
 // Enqueues that wait while one is on its way go out as one task naming each message, with each
-// message's de-duplication key and its batch marker set in the same round trip; the reply of every
-// message is then held (BotReplyInProgress), so a retry or the sweep queues no second task for it.
+// message's de-duplication key (when it has one: BotReplyToNew's have none) and its batch marker set in
+// the same round trip; the reply of every message is then held (BotReplyInProgress), so a retry or the
+// sweep queues no second task for it.
 func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	q, mini := batchQueue(t)
 	ctx := context.Background()
@@ -64,8 +65,13 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	ids := make([]string, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
+	keyless := func(i int) bool { return i%3 == 2 } // a provider's inbound message, say
 	enqueue := func(i int) {
 		ids[i] = fmt.Sprintf("msg_%02d", i)
+		if keyless(i) {
+			errs[i] = q.BotReplyToNew(ctx, ids[i])
+			return
+		}
 		var setErr error
 		setErr, errs[i] = q.BotReplyAndSet(ctx, ids[i], "k_"+ids[i], ids[i], time.Hour)
 		if errs[i] == nil {
@@ -115,8 +121,12 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	if err != nil || len(pending) != 3 { // warm-up, msg_00, the batch
 		t.Fatalf("%d tasks pending (%v), want 3", len(pending), err)
 	}
-	for _, id := range ids[1:] {
-		if v, _ := mini.Get("k_" + id); v != id || mini.TTL("k_"+id) != time.Hour {
+	for i, id := range ids[1:] {
+		if keyless(i + 1) {
+			if mini.Exists("k_" + id) {
+				t.Fatalf("%s: a key set for an enqueue that named none", id)
+			}
+		} else if v, _ := mini.Get("k_" + id); v != id || mini.TTL("k_"+id) != time.Hour {
 			t.Fatalf("%s: key %q, TTL %s", id, v, mini.TTL("k_"+id))
 		}
 		if v, _ := mini.Get(botBatchKey(id)); v != batchID {
@@ -147,6 +157,14 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	}
 	if !mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID(ids[3]))) {
 		t.Fatal("an owed reply whose batch is gone got no task")
+	}
+
+	// A keyless enqueue alone: its own task, as BotReply queues it.
+	if err := q.BotReplyToNew(ctx, "msg_lone"); err != nil {
+		t.Fatal(err)
+	}
+	if !mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID("msg_lone"))) || mini.Exists(botBatchKey("msg_lone")) {
+		t.Fatal("a keyless message alone did not get a task of its own")
 	}
 }
 

@@ -65,7 +65,8 @@ type Queue struct {
 	// redis client (NewClientFromRedisClient) does not close it.
 	rdb redis.UniversalClient
 	cfg *config.Config
-	// bots batches the api's bot reply enqueues (bot_batch.go), from the first BotReplyAndSet.
+	// bots batches the api's bot reply enqueues (bot_batch.go), from the first BotReplyAndSet or
+	// BotReplyToNew.
 	botsOnce  sync.Once
 	bots      *botBatcher
 	closeOnce sync.Once
@@ -145,6 +146,19 @@ func (q *Queue) BotReply(ctx context.Context, messageID string) error {
 // round trip (bot_batch.go). err is the enqueue's outcome; setErr the SET's (best effort: nil when the
 // key was set).
 func (q *Queue) BotReplyAndSet(ctx context.Context, messageID, key, value string, ttl time.Duration) (setErr, err error) {
+	return q.batchBotReply(ctx, &botEnqueue{messageID: messageID, key: key, value: value, ttl: ttl})
+}
+
+// BotReplyToNew enqueues the bot's reply to a message the api has just stored (new), when there is no
+// key to set with it (a provider's inbound message, or one sent without a messageSid): concurrent
+// calls share one task and one round trip, as BotReplyAndSet's do.
+func (q *Queue) BotReplyToNew(ctx context.Context, messageID string) error {
+	_, err := q.batchBotReply(ctx, &botEnqueue{messageID: messageID})
+	return err
+}
+
+// batchBotReply hands call to the batcher (bot_batch.go) and waits for its batch's outcome.
+func (q *Queue) batchBotReply(ctx context.Context, call *botEnqueue) (setErr, err error) {
 	q.botsOnce.Do(func() { q.bots = newBotBatcher(q) })
 	if q.bots == nil {
 		return nil, errQueueClosed
@@ -154,7 +168,7 @@ func (q *Queue) BotReplyAndSet(ctx context.Context, messageID, key, value string
 		return nil, errQueueClosed
 	default:
 	}
-	call := &botEnqueue{messageID: messageID, key: key, value: value, ttl: ttl, done: make(chan botEnqueued, 1)}
+	call.done = make(chan botEnqueued, 1)
 	select {
 	case q.bots.calls <- call:
 	case <-ctx.Done():

@@ -65,7 +65,7 @@ func (a *App) AcceptIncoming(ctx context.Context, accountID string, in models.In
 			}
 			remembered = err == nil
 		default:
-			err = a.queue.BotReply(enqCtx, msg.ID)
+			err = a.queue.BotReplyToNew(enqCtx, msg.ID)
 		}
 		if err != nil {
 			a.log.WarnContext(ctx, "incoming stored, bot reply not enqueued", "message_id", msg.ID, "error", err.Error())
