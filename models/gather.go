@@ -1,9 +1,14 @@
 package models
 
+import (
+	"sync/atomic"
+	"time"
+)
+
 // Gather appends to batch what queue holds now, without waiting, until batch has max items. It is the
 // second half of a group commit: the caller waits for a first item, then takes what arrived while the
 // previous batch was on its way (the ingest batcher, the live events' publisher, the api's bot reply
-// enqueues in jobs). Nothing waits to fill a batch.
+// enqueues in jobs). Nothing waits to fill a batch, except as Linger says.
 func Gather[T any](batch []T, queue <-chan T, max int) []T {
 	for len(batch) < max {
 		select {
@@ -15,3 +20,35 @@ func Gather[T any](batch []T, queue <-chan T, max int) []T {
 	}
 	return batch
 }
+
+// Linger makes a busy group commit wait a moment before it gathers. At a steady rate the items of
+// concurrent requests rarely overlap, so without a wait nearly every batch holds one item and pays its
+// round trip, statement and commit (or asynq task) alone; waiting LingerWait when the last batch ended
+// less than LingerBusy ago lets the next few join it. A group commit that has been idle longer waits for
+// nothing, so light traffic keeps its latency. Measured (README "Performance", third sitting of
+// 2026-11-26), at a steady 1,100 messages/s: the worker's CPU per answered message -15% and Redis's
+// -17% with the bot reply enqueues lingering, PostgreSQL's -1 to -15% more with the ingest's too.
+type Linger struct {
+	last atomic.Int64 // when the last batch ended (unix ns)
+}
+
+// A busy group commit waits LingerWait; it is busy when its last batch ended less than LingerBusy ago.
+const (
+	LingerWait = time.Millisecond
+	LingerBusy = 3 * time.Millisecond
+)
+
+// Wait sleeps LingerWait if the group commit is busy and fewer than max items are queued (a full batch
+// has nothing to wait for). Call it after taking a batch's first item.
+func (l *Linger) Wait(queued, max int) {
+	if l.waits(queued, max) {
+		time.Sleep(LingerWait)
+	}
+}
+
+func (l *Linger) waits(queued, max int) bool {
+	return time.Now().UnixNano()-l.last.Load() < int64(LingerBusy) && queued < max
+}
+
+// Done records that a batch has ended.
+func (l *Linger) Done() { l.last.Store(time.Now().UnixNano()) }

@@ -270,6 +270,8 @@ type ingestBatcher struct {
 	queue chan *ingestCall
 	quit  chan struct{}
 	wg    sync.WaitGroup
+	// linger lets a batch of a busy api wait a moment for more messages (gather.go).
+	linger Linger
 }
 
 type ingestCall struct {
@@ -331,7 +333,9 @@ func (b *ingestBatcher) flusher() {
 		case <-b.quit:
 			return
 		}
+		b.linger.Wait(len(b.queue), ingestMaxBatch-1)
 		b.flush(Gather(batch, b.queue, ingestMaxBatch))
+		b.linger.Done()
 	}
 }
 
