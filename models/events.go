@@ -62,6 +62,8 @@ type RedisEvents struct {
 	stop    chan struct{}
 	done    chan struct{}
 	dropped atomic.Int64
+	// linger lets a busy publisher wait a moment for more events (gather.go).
+	linger Linger
 }
 
 type published struct {
@@ -122,9 +124,13 @@ func (p *RedisEvents) run() {
 			stopping = true
 			batch = batch[:0]
 		}
+		if !stopping {
+			p.linger.Wait(len(p.queue), maxBatch-1)
+		}
 		batch = Gather(batch, p.queue, maxBatch)
 		if len(batch) > 0 {
 			p.send(batch)
+			p.linger.Done()
 		}
 		if stopping && len(p.queue) == 0 {
 			return
