@@ -150,8 +150,8 @@ func (q *Queue) BotReplyAndSet(ctx context.Context, messageID, key, value string
 }
 
 // BotReplyToNew enqueues the bot's reply to a message the api has just stored (new), when there is no
-// key to set with it (a provider's inbound message, or one sent without a messageSid): concurrent
-// calls share one task and one round trip, as BotReplyAndSet's do.
+// key to set with it (a provider's inbound message): concurrent calls share one task and one round
+// trip, as BotReplyAndSet's do.
 func (q *Queue) BotReplyToNew(ctx context.Context, messageID string) error {
 	_, err := q.batchBotReply(ctx, &botEnqueue{messageID: messageID})
 	return err
