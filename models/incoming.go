@@ -142,11 +142,8 @@ func plainWord(v string, max int) bool {
 	return true
 }
 
-// IngestIncoming stores an incoming custom-channel message: it resolves fromId to its one contact
-// (creating it, with the given names and email, when new) and stores the message, all in one
-// transaction. A repeated messageSid returns the first message with duplicate true and changes nothing.
-// in must have passed Validate.
-func (s *Store) IngestIncoming(ctx context.Context, accountID string, in IncomingInput) (msg *Message, duplicate bool, err error) {
+// newIncoming is the message IngestIncoming stores for in, and the contact its sender becomes when new.
+func newIncoming(accountID string, in IncomingInput) (*Message, ContactInput) {
 	botStatus := BotPending
 	if in.MessageType == MessageTypeReaction {
 		botStatus = BotNone
@@ -179,7 +176,15 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 			m.MediaCheck = &pending
 		}
 	}
-	newContact := ContactInput{FirstName: in.FirstName, LastName: in.LastName, Email: in.Email}
+	return m, ContactInput{FirstName: in.FirstName, LastName: in.LastName, Email: in.Email}
+}
+
+// IngestIncoming stores an incoming custom-channel message: it resolves fromId to its one contact
+// (creating it, with the given names and email, when new) and stores the message, all in one
+// transaction. A repeated messageSid returns the first message with duplicate true and changes nothing.
+// in must have passed Validate.
+func (s *Store) IngestIncoming(ctx context.Context, accountID string, in IncomingInput) (msg *Message, duplicate bool, err error) {
+	m, newContact := newIncoming(accountID, in)
 
 	if !s.IsSQLite() {
 		firstID, dup, err := s.ingestPostgres(ctx, m, newChannelContact(accountID, in.FromID, newContact, m.CreatedAt))

@@ -22,19 +22,21 @@ import (
 
 // ingestFunctionMigration creates ingest_incoming on PostgreSQL; on SQLite it does nothing.
 func ingestFunctionMigration(db *bun.DB) migrate.Migration {
-	run := func(sql string) func(context.Context, *migrate.Migrator, *migrate.Migration) error {
-		return func(ctx context.Context, _ *migrate.Migrator, _ *migrate.Migration) error {
-			if db.Dialect().Name() != dialect.PG {
-				return nil
-			}
-			_, err := db.ExecContext(ctx, sql)
-			return err
-		}
-	}
 	return migrate.Migration{
 		Name: "20261122000006", Comment: "ingest_function",
-		Up:   run(ingestFunctionSQL + ";\n" + ingestBatchFunctionSQL),
-		Down: run(`DROP FUNCTION IF EXISTS ingest_incoming_batch; DROP FUNCTION IF EXISTS ingest_incoming`),
+		Up:   postgresOnly(db, ingestFunctionSQL+";\n"+ingestBatchFunctionSQL),
+		Down: postgresOnly(db, `DROP FUNCTION IF EXISTS ingest_incoming_batch; DROP FUNCTION IF EXISTS ingest_incoming`),
+	}
+}
+
+// postgresOnly is a migration step that runs sql on PostgreSQL and does nothing on SQLite (or for "").
+func postgresOnly(db *bun.DB, sql string) func(context.Context, *migrate.Migrator, *migrate.Migration) error {
+	return func(ctx context.Context, _ *migrate.Migrator, _ *migrate.Migration) error {
+		if db.Dialect().Name() != dialect.PG || sql == "" {
+			return nil
+		}
+		_, err := db.ExecContext(ctx, sql)
+		return err
 	}
 }
 
@@ -117,16 +119,105 @@ END
 $fn$`
 
 // ingestBatchFunctionSQL stores several messages in one transaction, so that concurrent requests share
-// one round trip and one commit (one WAL flush). Each message runs in its own savepoint inside
-// ingest_incoming, so a duplicate or a lost race affects only that message.
+// one round trip and one commit (one WAL flush).
+//
+// It first tries the whole batch set-based: one statement looks up each sender's contact and inserts
+// the new contacts, the new identities and the messages, three multi-row INSERTs instead of a savepoint
+// and three single-row statements per message (on the 2-core machine of README "Performance" a batch
+// of 16 new senders took 1.8 ms of PostgreSQL's time instead of 2.4). That is the same as storing the
+// messages one by one only when they are independent of each other, so it is tried only when no two
+// messages share a sender, a messageSid, an existing contact, or (for new senders) a phone number; and
+// it is kept only when every insert inserted what it should. Anything else (a messageSid stored already,
+// a concurrent first message of the same sender) rolls it back, and the batch is stored message by
+// message, in order, each in its own savepoint inside ingest_incoming, so that a duplicate or a lost
+// race affects only that message. set_based says which way the batch went.
 const ingestBatchFunctionSQL = `
 CREATE OR REPLACE FUNCTION ingest_incoming_batch(p_batch jsonb)
-RETURNS TABLE (ord bigint, message_id text, contact_id text, duplicate boolean)
+RETURNS TABLE (ord bigint, message_id text, contact_id text, duplicate boolean, set_based boolean)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     r record;
     o record;
+    v_independent boolean;
+    v_complete boolean;
+    v_ord bigint[];
+    v_messages text[];
+    v_contacts text[];
 BEGIN
+    BEGIN
+        WITH x AS (
+            SELECT * FROM jsonb_to_recordset(p_batch) AS x(
+                account_id text, from_id text, address_phone text, address_email text, contact_id text,
+                first_name text, last_name text, email text, phone text, message_id text, campaign_id text,
+                channel text, transport text, message_type text, body text, media_url text,
+                media_content_type text, media_check text, external_id text, to_id text, status text,
+                bot_status text, at timestamptz, n bigint)
+        ), res AS (
+            -- The lookups of ingest_incoming. LIMIT 1 keeps each one an index probe per message (a
+            -- plain join may be planned as a scan of all contacts).
+            SELECT x.*, ci.contact_id AS known_identity, COALESCE(ci.contact_id, ph.id, em.id) AS known_contact
+            FROM x
+            LEFT JOIN LATERAL (SELECT i.contact_id FROM contact_identities i
+                WHERE i.account_id = x.account_id AND i.external_id = x.from_id LIMIT 1) ci ON true
+            LEFT JOIN LATERAL (SELECT c.id FROM contacts c WHERE ci.contact_id IS NULL AND x.address_phone IS NOT NULL
+                AND c.account_id = x.account_id AND c.phone = x.address_phone LIMIT 1) ph ON true
+            LEFT JOIN LATERAL (SELECT c.id FROM contacts c WHERE ci.contact_id IS NULL AND x.address_phone IS NULL
+                AND x.address_email IS NOT NULL AND c.account_id = x.account_id AND c.email = x.address_email
+                AND c.origin = 'api' ORDER BY c.id LIMIT 1) em ON true
+        ), ok AS (
+            SELECT count(*) = count(DISTINCT (account_id, from_id))
+               AND count(external_id) = count(DISTINCT (account_id, external_id))
+               AND count(known_contact) = count(DISTINCT known_contact)
+               AND NOT EXISTS (
+                   SELECT 1 FROM res, LATERAL (SELECT DISTINCT v FROM unnest(ARRAY[res.address_phone, res.phone]) v
+                       WHERE v IS NOT NULL) p
+                   WHERE res.known_contact IS NULL GROUP BY res.account_id, p.v HAVING count(*) > 1) AS independent
+            FROM res
+        ), c AS (
+            INSERT INTO contacts (id, account_id, first_name, last_name, phone, email, origin, created_at, updated_at,
+                conversation_campaign_id)
+            SELECT res.contact_id, res.account_id, res.first_name, res.last_name, res.phone, res.email, 'channel',
+                res.at, res.at, res.campaign_id
+            FROM res, ok WHERE ok.independent AND res.known_contact IS NULL
+            ON CONFLICT DO NOTHING RETURNING 1
+        ), i AS (
+            INSERT INTO contact_identities (account_id, external_id, contact_id, created_at)
+            SELECT res.account_id, res.from_id, COALESCE(res.known_contact, res.contact_id), res.at
+            FROM res, ok WHERE ok.independent AND res.known_identity IS NULL
+            ON CONFLICT DO NOTHING RETURNING 1
+        ), m AS (
+            INSERT INTO messages (id, account_id, contact_id, campaign_id, direction, channel, transport,
+                message_type, body, media_url, media_content_type, media_check, external_id, from_id, to_id,
+                status, bot_status, created_at)
+            SELECT res.message_id, res.account_id, COALESCE(res.known_contact, res.contact_id), res.campaign_id,
+                'incoming', res.channel, res.transport, res.message_type, res.body, res.media_url,
+                res.media_content_type, res.media_check, res.external_id, res.from_id, res.to_id, res.status,
+                res.bot_status, res.at
+            FROM res, ok WHERE ok.independent
+            ON CONFLICT DO NOTHING RETURNING 1
+        ), u AS (
+            UPDATE contacts SET conversation_campaign_id = res.campaign_id FROM res, ok
+            WHERE ok.independent AND res.known_contact IS NOT NULL AND res.campaign_id IS NOT NULL
+              AND contacts.id = res.known_contact
+        )
+        SELECT ok.independent,
+            (SELECT count(*) FROM c) = (SELECT count(*) FROM res WHERE known_contact IS NULL)
+            AND (SELECT count(*) FROM i) = (SELECT count(*) FROM res WHERE known_identity IS NULL)
+            AND (SELECT count(*) FROM m) = (SELECT count(*) FROM res),
+            (SELECT array_agg(res.n ORDER BY res.n) FROM res),
+            (SELECT array_agg(res.message_id ORDER BY res.n) FROM res),
+            (SELECT array_agg(COALESCE(res.known_contact, res.contact_id) ORDER BY res.n) FROM res)
+        INTO v_independent, v_complete, v_ord, v_messages, v_contacts FROM ok;
+        IF v_independent AND NOT v_complete THEN
+            RAISE EXCEPTION 'conflict' USING ERRCODE = 'FC003';
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'FC003' THEN
+        v_independent := false;
+    END;
+    IF v_independent THEN
+        RETURN QUERY SELECT u.n, u.m, u.c, false, true FROM unnest(v_ord, v_messages, v_contacts) AS u(n, m, c);
+        RETURN;
+    END IF;
     FOR r IN SELECT * FROM jsonb_to_recordset(p_batch) AS x(
         account_id text, from_id text, address_phone text, address_email text, contact_id text,
         first_name text, last_name text, email text, phone text, message_id text, campaign_id text,
@@ -142,10 +233,22 @@ BEGIN
         message_id := o.message_id;
         contact_id := o.contact_id;
         duplicate := o.duplicate;
+        set_based := false;
         RETURN NEXT;
     END LOOP;
 END
 $fn$`
+
+// ingestBatchSetBasedMigration gives databases migrated before it the set-based ingest_incoming_batch
+// (its result gained a column, so it is dropped first). Down leaves it: the older code reads only the
+// columns it knows.
+func ingestBatchSetBasedMigration(db *bun.DB) migrate.Migration {
+	return migrate.Migration{
+		Name: "20261130000001", Comment: "ingest_batch_set_based",
+		Up:   postgresOnly(db, `DROP FUNCTION IF EXISTS ingest_incoming_batch(jsonb);`+ingestBatchFunctionSQL),
+		Down: postgresOnly(db, ""),
+	}
+}
 
 // ingestRow is one message as ingest_incoming takes it.
 type ingestRow struct {
@@ -198,6 +301,8 @@ type ingestResult struct {
 	MessageID string `bun:"message_id"`
 	ContactID string `bun:"contact_id"`
 	Duplicate bool   `bun:"duplicate"`
+	// SetBased says that the message's batch was stored set-based (ingest_incoming_batch).
+	SetBased bool `bun:"set_based"`
 }
 
 // ingestOne stores one message by itself.
@@ -233,7 +338,7 @@ func (s *Store) ingestBatch(ctx context.Context, rows []ingestRow) ([]ingestResu
 	}
 	// Prepared, so that the batch travels as one parameter instead of a literal PostgreSQL must lex.
 	stmt, err := s.prepared(ctx, "ingest_incoming_batch", func() string {
-		return `SELECT ord, message_id, contact_id, duplicate FROM ingest_incoming_batch($1::jsonb)`
+		return `SELECT ord, message_id, contact_id, duplicate, set_based FROM ingest_incoming_batch($1::jsonb)`
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ingest_incoming_batch: %w", err)
@@ -246,7 +351,7 @@ func (s *Store) ingestBatch(ctx context.Context, rows []ingestRow) ([]ingestResu
 	res := make([]ingestResult, 0, len(rows))
 	for found.Next() {
 		var r ingestResult
-		if err := found.Scan(&r.Ord, &r.MessageID, &r.ContactID, &r.Duplicate); err != nil {
+		if err := found.Scan(&r.Ord, &r.MessageID, &r.ContactID, &r.Duplicate, &r.SetBased); err != nil {
 			return nil, fmt.Errorf("ingest_incoming_batch: %w", err)
 		}
 		res = append(res, r)

@@ -133,6 +133,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	migrations.Add(ingestFunctionMigration(s.db))
+	migrations.Add(ingestBatchSetBasedMigration(s.db))
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)

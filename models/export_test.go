@@ -1,0 +1,40 @@
+package models
+
+import "context"
+
+// IngestedForTest is what the PostgreSQL ingest answered for one message.
+type IngestedForTest struct {
+	MessageID, ContactID string
+	Duplicate, SetBased  bool
+}
+
+// IngestForTest stores ins (each passed Validate) on PostgreSQL as IngestIncoming would, but in a batch
+// the test chooses: all in one ingest_incoming_batch call, or (oneByOne) each by itself through
+// ingest_incoming, as a request that finds the database idle is stored.
+func (s *Store) IngestForTest(ctx context.Context, accountID string, ins []IncomingInput, oneByOne bool) ([]IngestedForTest, error) {
+	rows := make([]ingestRow, len(ins))
+	for i, in := range ins {
+		m, c := newIncoming(accountID, in)
+		rows[i] = newIngestRow(m, newChannelContact(accountID, in.FromID, c, m.CreatedAt))
+	}
+	var res []ingestResult
+	if oneByOne {
+		for _, r := range rows {
+			one, err := s.ingestOne(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			res = append(res, one)
+		}
+	} else {
+		var err error
+		if res, err = s.ingestBatch(ctx, rows); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]IngestedForTest, len(res))
+	for i, r := range res {
+		out[i] = IngestedForTest{MessageID: r.MessageID, ContactID: r.ContactID, Duplicate: r.Duplicate, SetBased: r.SetBased}
+	}
+	return out, nil
+}

@@ -1,0 +1,178 @@
+package models_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"funnelchat/models"
+)
+
+// A batch of incoming messages stored set-based ends exactly as the same messages stored one by one,
+// in order: same contacts (created, found by identity, phone or email), same identities, same
+// duplicates, same conversation campaigns. Batches whose messages depend on each other (a sender, a
+// messageSid, a phone or a contact shared by two of them), or that meet a messageSid stored already,
+// are stored message by message, and end the same way too.
+func TestIngestBatchMatchesOneByOne(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("the batch ingest is PostgreSQL's (SQLite stores each message in its own transaction)")
+	}
+	ctx := context.Background()
+	type batch struct {
+		name     string
+		msgs     []models.IncomingInput
+		setBased bool
+	}
+	msg := func(sid, from string, opts ...func(*models.IncomingInput)) models.IncomingInput {
+		in := models.IncomingInput{ExternalID: sid, FromID: from, ToID: "business", Body: "hello " + sid, Channel: "chat"}
+		for _, o := range opts {
+			o(&in)
+		}
+		if err := in.Validate(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	campaign := func(id string) func(*models.IncomingInput) {
+		return func(in *models.IncomingInput) { in.CampaignID = id }
+	}
+	person := func(first, last, email string) func(*models.IncomingInput) {
+		return func(in *models.IncomingInput) { in.FirstName, in.LastName, in.Email = first, last, email }
+	}
+	batches := []batch{
+		{"new senders", []models.IncomingInput{
+			msg("s1", "web-a", person("Ana", "Souza", "Ana@Example.com")), msg("s2", "web-b", campaign("cmp_spring")),
+			msg("s3", "+14155550177"), msg("s4", "web-c"),
+		}, true},
+		{"known senders, and senders found by phone and email", []models.IncomingInput{
+			msg("s5", "known-1", campaign("cmp_known")), msg("s6", "+14155550101", campaign("cmp_phone")),
+			msg("s7", "lead@example.com"), msg("s8", "web-a"), msg("s9", "web-d"),
+		}, true},
+		{"one sender twice", []models.IncomingInput{msg("s10", "web-e"), msg("s11", "web-e"), msg("s12", "web-f")}, false},
+		{"one messageSid twice", []models.IncomingInput{msg("s13", "web-g"), msg("s13", "web-h"), msg("s14", "web-i")}, false},
+		{"a messageSid stored already", []models.IncomingInput{msg("s15", "web-j"), msg("old", "web-k")}, false},
+		{"one new phone in two forms", []models.IncomingInput{msg("s16", "+14155550188"), msg("s17", "0014155550188")}, false},
+		{"one contact reached two ways", []models.IncomingInput{msg("s18", "+14155550101"), msg("s19", "0014155550101"), msg("s20", "web-l")}, false},
+		{"after all that, independent again", []models.IncomingInput{msg("s21", "web-e"), msg("s22", "web-m"), msg("s23", "0014155550188")}, true},
+	}
+
+	// run stores every batch in a new account (after the same setup), batched or one by one, and
+	// describes the outcome in the account's own terms: contacts and messages named by first appearance.
+	run := func(oneByOne bool) (outcome []string, state []string, setBased []bool) {
+		acc := newAccount(t).Account.ID
+		names := map[string]string{}
+		name := func(kind, id string) string {
+			if n, ok := names[id]; ok {
+				return n
+			}
+			n := fmt.Sprintf("%s%d", kind, len(names))
+			names[id] = n
+			return n
+		}
+		apiPhone, _, err := env.Store.CreateOrGetContact(ctx, acc, models.ContactInput{FirstName: "Phone", Phone: "+14155550101"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		apiEmail, _, err := env.Store.CreateOrGetContact(ctx, acc, models.ContactInput{FirstName: "Email", Email: "lead@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name("api-phone-", apiPhone.ID)
+		name("api-email-", apiEmail.ID)
+		first, err := env.Store.IngestForTest(ctx, acc, []models.IncomingInput{msg("old", "known-1", person("Kim", "", ""))}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name("known-", first[0].ContactID)
+		name("old-msg-", first[0].MessageID)
+		for _, b := range batches {
+			got, err := env.Store.IngestForTest(ctx, acc, b.msgs, oneByOne)
+			if err != nil {
+				t.Fatalf("%s: %v", b.name, err)
+			}
+			if len(got) != len(b.msgs) {
+				t.Fatalf("%s: %d results for %d messages", b.name, len(got), len(b.msgs))
+			}
+			all := true
+			for i, r := range got {
+				line := fmt.Sprintf("%s #%d: contact %s", b.name, i, name("contact-", r.ContactID))
+				if r.Duplicate {
+					line += " duplicate of " + name("msg-", r.MessageID)
+				} else {
+					line += " new " + name("msg-", r.MessageID)
+				}
+				outcome = append(outcome, line)
+				all = all && r.SetBased
+			}
+			setBased = append(setBased, all)
+		}
+		var contacts []models.Contact
+		if err := env.Store.DB().NewSelect().Model(&contacts).Where("account_id = ?", acc).Order("id").Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		str := func(p *string) string {
+			if p == nil {
+				return "-"
+			}
+			return *p
+		}
+		for _, c := range contacts {
+			state = append(state, fmt.Sprintf("contact %s: %q %q phone %s email %s origin %s campaign %s", name("unnamed-", c.ID),
+				c.FirstName, c.LastName, str(c.Phone), str(c.Email), c.Origin, str(c.ConversationCampaignID)))
+		}
+		var idents []struct {
+			ExternalID string `bun:"external_id"`
+			ContactID  string `bun:"contact_id"`
+		}
+		if err := env.Store.DB().NewSelect().TableExpr("contact_identities").Column("external_id", "contact_id").
+			Where("account_id = ?", acc).Order("external_id").Scan(ctx, &idents); err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range idents {
+			state = append(state, fmt.Sprintf("identity %s -> %s", i.ExternalID, name("unnamed-", i.ContactID)))
+		}
+		var msgs []models.Message
+		if err := env.Store.DB().NewSelect().Model(&msgs).Where("account_id = ?", acc).Order("id").Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			state = append(state, fmt.Sprintf("message %s: sid %s from %s contact %s campaign %s bot %s", name("unnamed-", m.ID),
+				str(m.ExternalID), m.FromID, name("unnamed-", m.ContactID), str(m.CampaignID), str(m.BotStatus)))
+		}
+		sort.Strings(state)
+		return outcome, state, setBased
+	}
+
+	wantOutcome, wantState, _ := run(true)
+	gotOutcome, gotState, setBased := run(false)
+	if !reflect.DeepEqual(gotOutcome, wantOutcome) {
+		t.Errorf("answers differ.\nbatched:\n%s\none by one:\n%s", strings.Join(gotOutcome, "\n"), strings.Join(wantOutcome, "\n"))
+	}
+	if !reflect.DeepEqual(gotState, wantState) {
+		t.Errorf("stored rows differ.\nbatched:\n%s\none by one:\n%s", strings.Join(gotState, "\n"), strings.Join(wantState, "\n"))
+	}
+	for i, b := range batches {
+		if setBased[i] != b.setBased {
+			t.Errorf("batch %q: stored set-based %v, want %v", b.name, setBased[i], b.setBased)
+		}
+	}
+	// The cases the comparison relies on happened: a duplicate inside a batch and one of a stored
+	// messageSid, and senders found by phone and email.
+	for _, want := range []string{
+		"one messageSid twice #1: contact contact-",
+		"a messageSid stored already #1: contact known-2 duplicate of old-msg-3",
+		"known senders, and senders found by phone and email #1: contact api-phone-0",
+		"known senders, and senders found by phone and email #2: contact api-email-1",
+	} {
+		found := false
+		for _, l := range wantOutcome {
+			found = found || strings.HasPrefix(l, want)
+		}
+		if !found {
+			t.Errorf("no answer starts with %q:\n%s", want, strings.Join(wantOutcome, "\n"))
+		}
+	}
+}
