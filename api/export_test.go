@@ -29,6 +29,36 @@ func RunChecks(ctx context.Context, rdb redis.Scripter, keys []string, limit int
 	if err != nil {
 		return CheckAnswer{}, err
 	}
+	return checkAnswerOf(v, sid)
+}
+
+// CheckCall is one call of RunChecksTogether: RunChecks's arguments.
+type CheckCall struct {
+	Keys           []string
+	Limit          int
+	Sid, AccountID string
+}
+
+// RunChecksTogether makes the calls as the server makes concurrent requests' calls: as one pipeline
+// (checks_batch.go).
+func RunChecksTogether(rdb redis.UniversalClient, calls []CheckCall) ([]CheckAnswer, []error) {
+	b := newChecksBatcher(rdb)
+	batch := make([]*checksCall, len(calls))
+	for i, c := range calls {
+		batch[i] = &checksCall{keys: c.Keys, args: []any{c.Limit, c.Sid, c.AccountID, dedupePrefix}, done: make(chan checksAnswer, 1)}
+	}
+	b.flush(batch)
+	answers, errs := make([]CheckAnswer, len(calls)), make([]error, len(calls))
+	for i, call := range batch {
+		a := <-call.done
+		if errs[i] = a.err; a.err == nil {
+			answers[i], errs[i] = checkAnswerOf(a.v, calls[i].Sid)
+		}
+	}
+	return answers, errs
+}
+
+func checkAnswerOf(v []any, sid string) (CheckAnswer, error) {
 	chk, read, err := parseChecks(v, sid)
 	if err != nil {
 		return CheckAnswer{}, err

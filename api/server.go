@@ -48,6 +48,8 @@ type Server struct {
 
 	asynqRedis asynq.RedisConnOpt
 	monitor    *asynqmon.HTTPHandler
+	// checks sends the requests' checksScript calls to Redis in pipelines (checks_batch.go).
+	checks *checksBatcher
 	// app runs the use cases the JSON API shares with the inbox.
 	app   *app.App
 	hub   *web.Hub
@@ -81,6 +83,7 @@ func New(d Deps) *Server {
 	}
 	s.log = web.Logger(s.log)
 	s.hub = web.NewHub(s.redis, s.log)
+	s.checks = newChecksBatcher(s.redis)
 	s.https = web.HTTPSOf(d.Config)
 	s.app = app.New(app.Deps{Config: d.Config, Store: d.Store, Queue: d.Queue, Redis: d.Redis, Logger: s.log})
 	s.fiber = fiber.New(fiber.Config{
@@ -122,6 +125,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// another process.
 	s.hub.Close()
 	err := s.fiber.ShutdownWithContext(ctx)
+	s.checks.close()
 	if s.monitor != nil {
 		_ = s.monitor.Close()
 	}

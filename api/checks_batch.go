@@ -1,0 +1,132 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"funnelchat/models"
+)
+
+// The checks of concurrent requests go to Redis together. Every keyed request makes one checksScript
+// call (checks.go); under load most of that call's cost, in the api and in Redis, is the round trip's
+// system calls rather than the script. So the calls made while one is on its way wait for it and then
+// go as one pipeline: one write and one read for all of them, and Redis reads and answers them in one go.
+// A call that finds no other on its way goes at once, alone, as before: nothing waits to fill a
+// pipeline. Each call keeps its own answer, its own error and its own timeout.
+
+const (
+	checksMax      = 64 // calls in one pipeline
+	checksFlushers = 2  // pipelines in flight at once
+)
+
+var errChecksClosed = errors.New("checks: the api is shutting down")
+
+// checksCall is one request's checksScript call waiting for its pipeline.
+type checksCall struct {
+	keys []string
+	args []any
+	done chan checksAnswer
+}
+
+type checksAnswer struct {
+	v   []any
+	err error
+}
+
+// checksBatcher runs the calls; it starts with the first call and stops with the Server (Shutdown).
+type checksBatcher struct {
+	rdb   redis.UniversalClient
+	once  sync.Once
+	calls chan *checksCall
+	quit  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newChecksBatcher(rdb redis.UniversalClient) *checksBatcher {
+	return &checksBatcher{rdb: rdb, calls: make(chan *checksCall, 4*checksMax), quit: make(chan struct{})}
+}
+
+// run makes the call and waits for its answer, or for ctx to end.
+func (b *checksBatcher) run(ctx context.Context, keys []string, args ...any) ([]any, error) {
+	b.once.Do(func() {
+		for range checksFlushers {
+			b.wg.Go(b.flusher)
+		}
+	})
+	select {
+	case <-b.quit:
+		return nil, errChecksClosed
+	default:
+	}
+	call := &checksCall{keys: keys, args: args, done: make(chan checksAnswer, 1)}
+	select {
+	case b.calls <- call:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-b.quit:
+		return nil, errChecksClosed
+	}
+	select {
+	case a := <-call.done:
+		return a.v, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// close stops the flushers; calls still queued are answered with an error.
+func (b *checksBatcher) close() {
+	b.once.Do(func() {}) // no flusher starts after this
+	select {
+	case <-b.quit:
+		return
+	default:
+	}
+	close(b.quit)
+	b.wg.Wait()
+	for _, call := range models.Gather(nil, b.calls, cap(b.calls)) {
+		call.done <- checksAnswer{err: errChecksClosed}
+	}
+}
+
+func (b *checksBatcher) flusher() {
+	batch := make([]*checksCall, 0, checksMax)
+	for {
+		select {
+		case call := <-b.calls:
+			batch = append(batch[:0], call)
+		case <-b.quit:
+			return
+		}
+		b.flush(models.Gather(batch, b.calls, checksMax))
+	}
+}
+
+// flush sends the calls as one pipeline of EVALSHA. A Redis that does not know the script (restarted,
+// or failed over) answers NOSCRIPT; those calls are made again one by one with Script.Run, which loads
+// it. The pipeline's time limit is one call's (rateLimiterTimeout): every caller waits less.
+func (b *checksBatcher) flush(batch []*checksCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), rateLimiterTimeout)
+	defer cancel()
+	if len(batch) == 1 {
+		v, err := checksScript.Run(ctx, b.rdb, batch[0].keys, batch[0].args...).Slice()
+		batch[0].done <- checksAnswer{v: v, err: err}
+		return
+	}
+	pipe := b.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, call := range batch {
+		cmds[i] = checksScript.EvalSha(ctx, pipe, call.keys, call.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	for i, call := range batch {
+		v, err := cmds[i].Slice()
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			v, err = checksScript.Run(ctx, b.rdb, call.keys, call.args...).Slice()
+		}
+		call.done <- checksAnswer{v: v, err: err}
+	}
+}
