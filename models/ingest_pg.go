@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
 )
 
@@ -26,17 +25,6 @@ func ingestFunctionMigration(db *bun.DB) migrate.Migration {
 		Name: "20261122000006", Comment: "ingest_function",
 		Up:   postgresOnly(db, ingestFunctionSQL+";\n"+ingestBatchFunctionSQL),
 		Down: postgresOnly(db, `DROP FUNCTION IF EXISTS ingest_incoming_batch; DROP FUNCTION IF EXISTS ingest_incoming`),
-	}
-}
-
-// postgresOnly is a migration step that runs sql on PostgreSQL and does nothing on SQLite (or for "").
-func postgresOnly(db *bun.DB, sql string) func(context.Context, *migrate.Migrator, *migrate.Migration) error {
-	return func(ctx context.Context, _ *migrate.Migrator, _ *migrate.Migration) error {
-		if db.Dialect().Name() != dialect.PG || sql == "" {
-			return nil
-		}
-		_, err := db.ExecContext(ctx, sql)
-		return err
 	}
 }
 

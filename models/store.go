@@ -134,6 +134,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	migrations.Add(ingestFunctionMigration(s.db))
 	migrations.Add(ingestBatchSetBasedMigration(s.db))
+	migrations.Add(accountForeignKeysMigration(s.db))
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)
