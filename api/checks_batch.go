@@ -53,7 +53,7 @@ func newChecksBatcher(rdb redis.UniversalClient) *checksBatcher {
 func (b *checksBatcher) run(ctx context.Context, keys []string, args ...any) ([]any, error) {
 	b.once.Do(func() {
 		for range checksFlushers {
-			b.wg.Go(b.flusher)
+			b.wg.Go(func() { models.GroupCommit(b.calls, b.quit, checksMax, nil, b.flush) })
 		}
 	})
 	select {
@@ -89,19 +89,6 @@ func (b *checksBatcher) close() {
 	b.wg.Wait()
 	for _, call := range models.Gather(nil, b.calls, cap(b.calls)) {
 		call.done <- checksAnswer{err: errChecksClosed}
-	}
-}
-
-func (b *checksBatcher) flusher() {
-	batch := make([]*checksCall, 0, checksMax)
-	for {
-		select {
-		case call := <-b.calls:
-			batch = append(batch[:0], call)
-		case <-b.quit:
-			return
-		}
-		b.flush(models.Gather(batch, b.calls, checksMax))
 	}
 }
 

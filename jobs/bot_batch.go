@@ -93,24 +93,13 @@ func (b *botBatcher) close() {
 }
 
 func (b *botBatcher) flusher() {
-	batch := make([]*botEnqueue, 0, botBatchMax)
 	// A busy flusher waits a moment for more (models.Linger): at a steady rate a few messages then share
 	// a task, instead of each paying asynq's enqueue, fetch and completion scripts and the worker's read.
 	var linger models.Linger
-	for {
-		select {
-		case call := <-b.calls:
-			batch = append(batch[:0], call)
-		case <-b.quit:
-			// Calls still queued get an answer: their requests answer 503 at once, not at their timeout.
-			for _, call := range models.Gather(nil, b.calls, cap(b.calls)) {
-				call.done <- botEnqueued{err: errQueueClosed}
-			}
-			return
-		}
-		linger.Wait(len(b.calls), botBatchMax-1)
-		b.flush(models.Gather(batch, b.calls, botBatchMax))
-		linger.Done()
+	models.GroupCommit(b.calls, b.quit, botBatchMax, &linger, b.flush)
+	// Calls still queued get an answer: their requests answer 503 at once, not at their timeout.
+	for _, call := range models.Gather(nil, b.calls, cap(b.calls)) {
+		call.done <- botEnqueued{err: errQueueClosed}
 	}
 }
 

@@ -21,6 +21,30 @@ func Gather[T any](batch []T, queue <-chan T, max int) []T {
 	return batch
 }
 
+// GroupCommit runs a group commit's loop until quit is closed: it waits for a first item, lets linger
+// (nil: none) wait for company, gathers what else is queued (up to max) and hands the batch to flush.
+// flush must not keep the slice: its array holds the next batch. Items still queued when quit closes
+// are left in queue, for the caller to answer. The ingest batcher, the api's checks and its bot reply
+// enqueues (jobs) run it.
+func GroupCommit[T any](queue <-chan T, quit <-chan struct{}, max int, linger *Linger, flush func([]T)) {
+	batch := make([]T, 0, max)
+	for {
+		select {
+		case v := <-queue:
+			batch = append(batch[:0], v)
+		case <-quit:
+			return
+		}
+		if linger != nil {
+			linger.Wait(len(queue), max-1)
+		}
+		flush(Gather(batch, queue, max))
+		if linger != nil {
+			linger.Done()
+		}
+	}
+}
+
 // Linger makes a busy group commit wait a moment before it gathers. At a steady rate the items of
 // concurrent requests rarely overlap, so without a wait nearly every batch holds one item and pays its
 // round trip, statement and commit (or asynq task) alone; waiting LingerWait when the last batch ended

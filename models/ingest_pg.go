@@ -387,8 +387,7 @@ const (
 func newIngestBatcher(s *Store) *ingestBatcher {
 	b := &ingestBatcher{store: s, queue: make(chan *ingestCall, 4*ingestMaxBatch), quit: make(chan struct{})}
 	for range ingestFlushers {
-		b.wg.Add(1)
-		go b.flusher()
+		b.wg.Go(func() { GroupCommit(b.queue, b.quit, ingestMaxBatch, &b.linger, b.flush) })
 	}
 	return b
 }
@@ -414,22 +413,6 @@ func (b *ingestBatcher) ingest(ctx context.Context, r ingestRow) (ingestResult, 
 	case <-ctx.Done():
 		// The batch may still commit the message; the client's retry with the same messageSid finds it.
 		return ingestResult{}, ctx.Err()
-	}
-}
-
-func (b *ingestBatcher) flusher() {
-	defer b.wg.Done()
-	batch := make([]*ingestCall, 0, ingestMaxBatch)
-	for {
-		select {
-		case call := <-b.queue:
-			batch = append(batch[:0], call)
-		case <-b.quit:
-			return
-		}
-		b.linger.Wait(len(b.queue), ingestMaxBatch-1)
-		b.flush(Gather(batch, b.queue, ingestMaxBatch))
-		b.linger.Done()
 	}
 }
 
