@@ -111,8 +111,8 @@ $fn$`
 //
 // It first tries the whole batch set-based: one statement looks up each sender's contact and inserts
 // the new contacts, the new identities and the messages, three multi-row INSERTs instead of a savepoint
-// and three single-row statements per message (on the 2-core machine of README "Performance" a batch
-// of 16 new senders took 1.8 ms of PostgreSQL's time instead of 2.4). That is the same as storing the
+// and three single-row statements per message (on the 2-core machine of README "Performance", pgbench
+// with one client: 2.1-2.4 ms for a batch of 16 new senders instead of 2.5-2.8). That is the same as storing the
 // messages one by one only when they are independent of each other, so it is tried only when no two
 // messages share a sender, a messageSid, an existing contact, or (for new senders) a phone number; and
 // it is kept only when every insert inserted what it should. Anything else (a messageSid stored already,

@@ -27,7 +27,7 @@ func postgresOnly(db *bun.DB, sql string) func(context.Context, *migrate.Migrato
 // or more it becomes a MultiXact, created and logged anew by each new locker. Accounts are never
 // deleted, and every row's account_id is the authenticated account's or its parent row's, so the keys
 // guarded nothing the code does not. Measured (README "Performance"): PostgreSQL's CPU per answered
-// message -5 to -7%, replies/s +4 to +6% in 3 closed-loop pairs. The other tables keep theirs.
+// message -5 to -7%, replies/s +4 to +7% in 3 closed-loop pairs. The other tables keep theirs.
 func accountForeignKeysMigration(db *bun.DB) migrate.Migration {
 	return migrate.Migration{
 		Name: "20261130000002", Comment: "hot_path_account_foreign_keys",
