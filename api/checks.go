@@ -156,8 +156,9 @@ func (s *Server) checkKey(ctx context.Context, rawKey, sid string) (*checkResult
 	return chk, nil
 }
 
-// runChecks runs checksScript within rateLimiterTimeout, in a pipeline with the concurrent requests' (checks_batch.go). read is what it found in the key cache; chk,
-// the request's count, is nil when it counted nothing (the entry was missing or unusable).
+// runChecks runs checksScript within rateLimiterTimeout, in one pipeline with the concurrent requests'
+// calls (checks_batch.go). read is what it found in the key cache; chk, the request's count, is nil
+// when it counted nothing (the entry was missing or unusable).
 func (s *Server) runChecks(ctx context.Context, keys []string, limit int, sid, accountID string) (chk *checkResult, read *models.KeyCacheRead, err error) {
 	ctx, cancel := context.WithTimeout(ctx, rateLimiterTimeout)
 	defer cancel()

@@ -112,10 +112,10 @@ $fn$`
 // It first tries the whole batch set-based: one statement looks up each sender's contact and inserts
 // the new contacts, the new identities and the messages, three multi-row INSERTs instead of a savepoint
 // and three single-row statements per message (on the 2-core machine of README "Performance", pgbench
-// with one client: 2.1-2.4 ms for a batch of 16 new senders instead of 2.5-2.8). That is the same as storing the
-// messages one by one only when they are independent of each other, so it is tried only when no two
-// messages share a sender, a messageSid, an existing contact, or (for new senders) a phone number; and
-// it is kept only when every insert inserted what it should. Anything else (a messageSid stored already,
+// with one client: 2.1-2.4 ms for a batch of 16 new senders instead of 2.5-2.8). That is the same as
+// storing the messages one by one only when they are independent of each other, so it is tried only
+// when no two messages share a sender, a messageSid, an existing contact, or (for new senders) a phone
+// number; and it is kept only when every insert inserted what it should. Anything else (a messageSid stored already,
 // a concurrent first message of the same sender) rolls it back, and the batch is stored message by
 // message, in order, each in its own savepoint inside ingest_incoming, so that a duplicate or a lost
 // race affects only that message. set_based says which way the batch went.
@@ -154,7 +154,8 @@ BEGIN
                 AND c.origin = 'api' ORDER BY c.id LIMIT 1) em ON true
         ), ok AS (
             SELECT count(*) = count(DISTINCT (account_id, from_id))
-               AND count(external_id) = count(DISTINCT (account_id, external_id))
+               AND count(external_id)
+                   = count(DISTINCT (account_id, external_id)) FILTER (WHERE external_id IS NOT NULL)
                AND count(known_contact) = count(DISTINCT known_contact)
                AND NOT EXISTS (
                    SELECT 1 FROM res, LATERAL (SELECT DISTINCT v FROM unnest(ARRAY[res.address_phone, res.phone]) v
