@@ -272,9 +272,15 @@ func (s *Store) WriteOpening(ctx context.Context, send *CampaignSend, out Outgoi
 // is returned; failed for good, the send is failed with the error and gets no follow-up. A message
 // that is no campaign send's opening, or a send settled already, changes nothing (nil). A failed
 // opening redelivered later is settled again when that delivery ends.
+//
+// Recording a delivery never re-enables follow-ups that something else ended: a goal (ReachGoal) or
+// an opt-out (suppressSends) sets follow_ups_done on the send row, and the UPDATE reads that flag from
+// the row it writes, so one that commits while this runs is kept (a flag read before the UPDATE, or
+// a sub-select of goals, would see the snapshot from before it and overwrite it).
 func (s *Store) SettleOpening(ctx context.Context, messageID string, delivered bool, at time.Time, failure string) (*DueFollowUp, error) {
 	send := new(CampaignSend)
-	err := s.db.NewSelect().Model(send).Where("message_id = ? AND status IN (?)", messageID, bun.In([]string{SendPending, SendFailed})).
+	err := s.db.NewSelect().Model(send).Column("id", "campaign_id", "contact_id", "status").
+		Where("message_id = ? AND status IN (?)", messageID, bun.In([]string{SendPending, SendFailed})).
 		Limit(1).Scan(ctx)
 	if isNoRows(err) {
 		return nil, nil
@@ -290,10 +296,13 @@ func (s *Store) SettleOpening(ctx context.Context, messageID string, delivered b
 		}
 		status := SendFailed
 		if strings.HasPrefix(failure, ReasonOptedOut) {
-			status = SendSuppressed // the contact opted out between the writing and the delivery
+			// The contact opted out between the writing and the delivery: no follow-up either.
+			status = SendSuppressed
+			q = q.Set("follow_ups_done = ?", true)
 		}
-		_, err := q.Set("status = ?", status).Set("detail = ?", failure).
-			Set("follow_ups_done = ?", true).Set("next_follow_up_at = NULL").Exec(ctx)
+		// A failed send gets no follow-up by its status; follow_ups_done stays as it is, so that a
+		// redelivery that succeeds can still schedule them (unless a goal or an opt-out ended them).
+		_, err := q.Set("status = ?", status).Set("detail = ?", failure).Set("next_follow_up_at = NULL").Exec(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("settle opening: %w", err)
 		}
@@ -304,37 +313,48 @@ func (s *Store) SettleOpening(ctx context.Context, messageID string, delivered b
 		return nil, fmt.Errorf("settle opening: %w", err)
 	}
 	q = q.Set("status = ?", SendSent).Set("detail = NULL").Set("sent_at = ?", at)
-	var due *DueFollowUp
-	reached, err := goalReached(ctx, s.db, send.CampaignID, send.ContactID)
-	if err != nil {
-		return nil, fmt.Errorf("settle opening: %w", err)
-	}
-	if delays := campaign.FollowUpDelaysHours; campaign.FollowUpsEnabled && len(delays) > 0 && !reached {
-		next := at.Add(hours(delays[0]))
-		q = q.Set("follow_ups_done = ?", false).Set("next_follow_up_at = ?", next)
-		due = &DueFollowUp{SendID: send.ID, Step: 1, DueAt: next}
+	delays := campaign.FollowUpDelaysHours
+	if !campaign.FollowUpsEnabled || len(delays) == 0 {
+		q = q.Set("follow_ups_done = ?", true).Set("next_follow_up_at = NULL")
 	} else {
-		q = q.Set("follow_ups_done = ?", true)
+		// A goal recorded before this send existed left no flag on it: the goals table says so.
+		ended := bun.Safe("(campaign_send.follow_ups_done OR EXISTS (SELECT 1 FROM goals AS g " +
+			"WHERE g.contact_id = campaign_send.contact_id AND g.campaign_id = campaign_send.campaign_id))")
+		next := "?"
+		if !s.IsSQLite() {
+			next = "CAST(? AS timestamptz)" // a CASE of NULL and a literal would be text
+		}
+		q = q.Set("follow_ups_done = ?", ended).
+			Set("next_follow_up_at = CASE WHEN ? THEN NULL ELSE "+next+" END", ended, at.Add(hours(delays[0])))
 	}
-	res, err := q.Exec(ctx)
-	if err != nil {
+	var settled []struct {
+		FollowUpsDone  bool       `bun:"follow_ups_done"`
+		NextFollowUpAt *time.Time `bun:"next_follow_up_at"`
+	}
+	if err := q.Returning("follow_ups_done, next_follow_up_at").Scan(ctx, &settled); err != nil && !isNoRows(err) {
 		return nil, fmt.Errorf("settle opening: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, nil // settled by another run
+	if len(settled) == 0 || settled[0].FollowUpsDone || settled[0].NextFollowUpAt == nil {
+		return nil, nil // settled by another run, or its follow-ups ended
 	}
-	return due, nil
+	return &DueFollowUp{SendID: send.ID, Step: 1, DueAt: *settled[0].NextFollowUpAt}, nil
 }
 
 // WriteFollowUp stores follow-up number step (1-based) of a send and schedules the next one, unless
 // the step was written already, in which case it returns (nil, nil).
+//
+// The conditions are in the write: the send's UPDATE changes its row only while the contact has sent
+// no message after the opening and has not reached the campaign's goal, so a reply or a goal that
+// commits while the follow-up's text was being generated stops it (the send's follow-ups end then,
+// and (nil, nil) is returned).
 func (s *Store) WriteFollowUp(ctx context.Context, send *CampaignSend, step int, out OutgoingMessage) (*Message, error) {
 	m := newCampaignMessage(out)
 	var written bool
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewUpdate().Model((*CampaignSend)(nil)).
 			Set("follow_up_step = ?", step).
-			Where("id = ? AND follow_up_step = ? AND NOT follow_ups_done", send.ID, step-1)
+			Where("campaign_send.id = ? AND follow_up_step = ? AND NOT follow_ups_done", send.ID, step-1).
+			Where("NOT ?", followUpsEnded)
 		if delays := out.Campaign.FollowUpDelaysHours; step < len(delays) && send.SentAt != nil {
 			q = q.Set("next_follow_up_at = ?", send.SentAt.Add(hours(delays[step])))
 		} else {
@@ -345,7 +365,13 @@ func (s *Store) WriteFollowUp(ctx context.Context, send *CampaignSend, step int,
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
+			// Written by another run, or the lead answered or reached the goal: in the last case no
+			// later step is owed either.
+			_, err := tx.NewUpdate().Model((*CampaignSend)(nil)).
+				Set("follow_ups_done = ?", true).Set("next_follow_up_at = NULL").
+				Where("campaign_send.id = ? AND follow_up_step = ? AND NOT follow_ups_done", send.ID, step-1).
+				Where("?", followUpsEnded).Exec(ctx)
+			return err
 		}
 		written = true
 		_, err = tx.NewInsert().Model(m).Exec(ctx)
@@ -357,6 +383,14 @@ func (s *Store) WriteFollowUp(ctx context.Context, send *CampaignSend, step int,
 	s.emit(ctx, m.AccountID, EventMessageCreated, m)
 	return m, nil
 }
+
+// followUpsEnded is true for a send (campaign_send) whose contact wrote after its opening was written,
+// or reached the campaign's goal: no follow-up is owed then. Any reply counts, also one that came
+// before the opening's delivery ended.
+var followUpsEnded = bun.Safe(`(EXISTS (SELECT 1 FROM messages AS r WHERE r.contact_id = campaign_send.contact_id
+		AND r.direction = '` + DirectionIncoming + `'
+		AND r.created_at > (SELECT o.created_at FROM messages AS o WHERE o.id = campaign_send.message_id))
+	OR EXISTS (SELECT 1 FROM goals AS g WHERE g.contact_id = campaign_send.contact_id AND g.campaign_id = campaign_send.campaign_id))`)
 
 // StopFollowUps ends a send's follow-ups (the lead replied, or the campaign stopped them).
 func (s *Store) StopFollowUps(ctx context.Context, sendID string) error {
