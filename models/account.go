@@ -173,7 +173,7 @@ func (s *Store) CreateAccount(ctx context.Context, in NewAccount) (*CreatedAccou
 	user := &User{ID: acc.OwnerUserID, AccountID: acc.ID, Email: email, Role: RoleOwner, CreatedAt: created, Available: true}
 	rawKey, key := newAPIKey(acc.ID)
 
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if in.ParentEmail != "" {
 			parent, err := accountByEmail(ctx, tx, in.ParentEmail)
 			if err != nil {
@@ -239,7 +239,7 @@ func (s *Store) RotateAPIKey(ctx context.Context, accountID string) (string, err
 	// Two rotations at once race on the one-active-key index; the loser retries against the winner's key.
 	for attempt := 0; ; attempt++ {
 		rawKey, key := newAPIKey(accountID)
-		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 			var revoked []string
 			if _, err := tx.NewUpdate().Model((*APIKey)(nil)).
 				Set("revoked_at = ?", now()).

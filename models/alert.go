@@ -52,7 +52,7 @@ const (
 // it once however often the bot's task runs.
 func (s *Store) Handoff(ctx context.Context, incoming *Message, reason string) (*Alert, error) {
 	var alert *Alert
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if alert, err = raiseAlert(ctx, tx, incoming.AccountID, incoming.ContactID, &incoming.ID, reason); err != nil {
 			return err
@@ -114,7 +114,7 @@ func (s *Store) writeHandoffMessage(ctx context.Context, tx bun.Tx, incoming *Me
 // message is answered by a person instead of not at all.
 func (s *Store) BotFailed(ctx context.Context, incoming *Message, reason string) (*Alert, error) {
 	var alert *Alert
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if alert, err = raiseAlert(ctx, tx, incoming.AccountID, incoming.ContactID, &incoming.ID, reason); err != nil {
 			return err

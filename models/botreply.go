@@ -100,7 +100,8 @@ func (s *Store) recordBotReplyPG(ctx context.Context, m *Message, a *Attempt) (b
 // recordBotReplyTx is RecordBotReply on SQLite, which has no data-modifying WITH: one transaction.
 func (s *Store) recordBotReplyTx(ctx context.Context, m *Message, a *Attempt) (bool, error) {
 	stored := false
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		stored = false
 		res, err := tx.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {
 			return err

@@ -287,7 +287,8 @@ func (s *Store) UpdateCampaign(ctx context.Context, accountID, id string, in Cam
 	if err := in.check(); err != nil {
 		return nil, nil, err
 	}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		resumed = nil
 		c, err = campaignByID(ctx, tx, accountID, id)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,12 +123,14 @@ func triggerCampaigns(ctx context.Context, tx bun.Tx, accountID, listID string, 
 	var campaigns []Campaign
 	err := tx.NewSelect().Model(&campaigns).
 		Where("account_id = ? AND list_id = ? AND status = ? AND trigger_on_list_add AND type <> ?", accountID, listID, CampaignLive, CampaignIncoming).
-		Scan(ctx)
+		Order("id").Scan(ctx)
 	if err != nil || len(campaigns) == 0 {
 		return nil, err
 	}
 	var due []DueSend
 	at := now()
+	// Sends are inserted in contact id order (the lock order in tx.go), whatever the caller's order.
+	contactIDs = slices.Sorted(slices.Values(contactIDs))
 	for _, c := range campaigns {
 		for _, contactID := range contactIDs {
 			send := &CampaignSend{
@@ -244,7 +247,11 @@ type OutgoingMessage struct {
 func (s *Store) WriteOpening(ctx context.Context, send *CampaignSend, out OutgoingMessage) (*Message, error) {
 	m := newCampaignMessage(out)
 	var written bool
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		written = false
+		if err := s.lockContactFirst(ctx, tx, out.Contact.ID); err != nil {
+			return err
+		}
 		res, err := tx.NewUpdate().Model((*CampaignSend)(nil)).
 			Set("status = ?", SendPending).Set("message_id = ?", m.ID).Set("status_at = ?", m.CreatedAt).
 			Where("id = ? AND status IN (?)", send.ID, bun.In([]string{SendQueued, SendDeferred})).Exec(ctx)
@@ -350,7 +357,11 @@ func (s *Store) SettleOpening(ctx context.Context, messageID string, delivered b
 func (s *Store) WriteFollowUp(ctx context.Context, send *CampaignSend, step int, out OutgoingMessage) (*Message, error) {
 	m := newCampaignMessage(out)
 	var written bool
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		written = false
+		if err := s.lockContactFirst(ctx, tx, out.Contact.ID); err != nil {
+			return err
+		}
 		q := tx.NewUpdate().Model((*CampaignSend)(nil)).
 			Set("follow_up_step = ?", step).
 			Where("campaign_send.id = ? AND follow_up_step = ? AND NOT follow_ups_done", send.ID, step-1).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/netip"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/driver/pgdriver"
 )
 
 // Consent (README, "Compliance"): a contact's state per channel, opted in or opted out, with nothing
@@ -332,23 +330,8 @@ func (s *Store) changeConsent(ctx context.Context, contactID string, fn func(con
 		mu.Lock()
 		defer mu.Unlock()
 	}
-	for attempt := 0; ; attempt++ {
-		err := s.db.RunInTx(ctx, nil, fn)
-		// A campaign opening being written locks its send and then the contact; a consent change
-		// locks the contact and then the contact's sends (suppressSends). PostgreSQL breaks such a
-		// deadlock by aborting one of them: the consent change starts over (fn sets all it returns
-		// anew on each run).
-		if attempt < 4 && isDeadlock(err) {
-			continue
-		}
-		return err
-	}
-}
-
-// isDeadlock reports whether PostgreSQL aborted a transaction to break a deadlock.
-func isDeadlock(err error) bool {
-	var pgErr pgdriver.Error
-	return errors.As(err, &pgErr) && pgErr.Field('C') == "40P01"
+	// A deadlock or serialization failure is run again (inTx): fn sets all it returns anew on each run.
+	return s.inTx(ctx, fn)
 }
 
 // lockContact reads the contact inside tx and, on PostgreSQL, locks its row until tx ends (SQLite has

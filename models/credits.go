@@ -83,7 +83,7 @@ func (s *Store) GrantCredits(ctx context.Context, agency *Account, in GrantInput
 		return nil, err
 	}
 	var grant *Grant
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var ids []string
 		if err := tx.NewSelect().Model((*Account)(nil)).Column("id").Where("email = ? AND parent_id = ?", email, agency.ID).Scan(ctx, &ids); err != nil {
 			return err

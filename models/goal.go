@@ -76,11 +76,12 @@ func (s *Store) ReachGoal(ctx context.Context, accountID, contactID string, in G
 			}
 		}
 	}
-	g = &Goal{
+	fresh := &Goal{
 		ID: newID(prefixGoal), AccountID: accountID, ContactID: contact.ID, CampaignID: campaignID, Source: in.Source,
 		Note: in.Note, Summary: in.Summary, MessageID: in.MessageID, UserID: in.UserID, At: now(),
 	}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		g, created = fresh, false
 		res, err := tx.NewInsert().Model(g).On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {
 			return err

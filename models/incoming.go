@@ -200,7 +200,7 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 		}
 		return m, false, s.created(ctx, m, in.ReactsTo)
 	}
-	err = s.inTxRetrying(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		contact, err := contactForExternalID(ctx, tx, accountID, in.FromID, newContact)
 		if err != nil {
 			return err
@@ -265,16 +265,6 @@ var (
 	errDuplicate = errors.New("duplicate message")
 	errRetry     = errors.New("retry transaction")
 )
-
-// inTxRetrying runs fn in a transaction, starting over (a few times) when fn returns errRetry.
-func (s *Store) inTxRetrying(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
-	for attempt := 0; ; attempt++ {
-		err := s.db.RunInTx(ctx, nil, fn)
-		if !errors.Is(err, errRetry) || attempt >= 5 {
-			return err
-		}
-	}
-}
 
 // contactForExternalID returns the one contact of (account, externalID), creating it when new. Two
 // transactions creating the same identity at once: the unique key makes the second wait for the first,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -113,7 +114,7 @@ func (s *Store) AddToList(ctx context.Context, accountID, listID string, contact
 		return nil, Errorf(CodeValidation, "contactIds may name at most %d contacts", MaxBatchContacts)
 	}
 	res := &AddResult{Added: []string{}, Existing: []string{}, NotFound: []string{}}
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		*res = AddResult{Added: []string{}, Existing: []string{}, NotFound: []string{}} // a retried tx starts over
 		if _, err := listByID(ctx, tx, accountID, listID); err != nil {
 			return err
@@ -122,9 +123,12 @@ func (s *Store) AddToList(ctx context.Context, accountID, listID string, contact
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
+		// Members are inserted in id order (the lock order in tx.go): two batches of the same
+		// contacts in different orders would otherwise each wait for the other's uncommitted rows.
+		// The answer lists them in the caller's order.
+		added, members := map[string]bool{}, map[string]ListMember{}
+		for _, id := range slices.Sorted(slices.Values(ids)) {
 			if !known[id] {
-				res.NotFound = append(res.NotFound, id)
 				continue
 			}
 			m := &ListMember{ID: newID(prefixMember), ListID: listID, ContactID: id, AddedAt: now()}
@@ -133,15 +137,25 @@ func (s *Store) AddToList(ctx context.Context, accountID, listID string, contact
 				return err
 			}
 			if n, _ := r.RowsAffected(); n == 1 {
-				res.Added = append(res.Added, id)
-				res.Members = append(res.Members, *m)
+				added[id], members[id] = true, *m
 				continue
 			}
 			if err := tx.NewSelect().Model(m).Where("list_id = ? AND contact_id = ?", listID, id).Scan(ctx); err != nil {
 				return err
 			}
-			res.Existing = append(res.Existing, id)
-			res.Members = append(res.Members, *m)
+			members[id] = *m
+		}
+		for _, id := range ids {
+			switch m, ok := members[id]; {
+			case !ok:
+				res.NotFound = append(res.NotFound, id)
+			case added[id]:
+				res.Added = append(res.Added, id)
+				res.Members = append(res.Members, m)
+			default:
+				res.Existing = append(res.Existing, id)
+				res.Members = append(res.Members, m)
+			}
 		}
 		if len(res.Added) == 0 {
 			return nil

@@ -305,7 +305,8 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 		return s.recordAttemptPG(ctx, a, out)
 	}
 	var updated []Message
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		updated = nil
 		if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
 			return fmt.Errorf("record attempt: %w", err)
 		}

@@ -56,7 +56,7 @@ func (s *Store) SendCustom(ctx context.Context, accountID string, in CustomSendI
 	if in.CampaignID != "" {
 		m.CampaignID = &in.CampaignID
 	}
-	err := s.inTxRetrying(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		contact, err = contactForExternalID(ctx, tx, accountID, in.FromID, ContactInput{FirstName: in.FirstName, LastName: in.LastName, Email: in.Email})
 		if err != nil {
@@ -161,7 +161,7 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, authorID, 
 		reason := plan.Decision.Reason
 		m.Status, m.Error = StatusFailed, &reason
 	}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
 			return err
 		}
@@ -216,7 +216,8 @@ func (s *Store) CreateBotReply(ctx context.Context, incoming *Message, campaignI
 		return s.createBotReplyPG(ctx, m, incoming.ID)
 	}
 	inserted := false
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		inserted, event = false, nil
 		res, err := tx.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {
 			return err

@@ -159,7 +159,7 @@ func (s *Store) CampaignReport(ctx context.Context, accountID, campaignID string
 	var rows []reportRow
 	// One statement, so one snapshot: the report adds up even while sends move on. PostgreSQL's JIT
 	// would compile this query for longer than it runs (0.65 s of 1.2 s over 100,000 contacts).
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if !s.IsSQLite() {
 			if _, err := tx.ExecContext(ctx, "SET LOCAL jit = off"); err != nil {
 				return err

@@ -39,8 +39,11 @@ func IsUnavailable(err error) bool {
 		// is "insufficient resources", above all 53300, a server (or role, or database) at its
 		// connection limit: the processes' pools together asked for more than max_connections, and a
 		// connection freed elsewhere lets the retry in.
+		// 40P01 and 40001 are a deadlock or a serialization failure that outlasted inTx's runs: the
+		// same request a moment later succeeds.
 		state := pgErr.Field('C')
-		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P") || strings.HasPrefix(state, "53")
+		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P") || strings.HasPrefix(state, "53") ||
+			state == "40P01" || state == "40001"
 	}
 	return false
 }

@@ -83,7 +83,7 @@ func (s *Store) SetPassword(ctx context.Context, userID, password string) error 
 	if err != nil {
 		return err
 	}
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Model((*User)(nil)).Set("password_hash = ?", hash).Where("id = ?", userID).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("set password: %w", err)
@@ -99,7 +99,7 @@ func (s *Store) SetPassword(ctx context.Context, userID, password string) error 
 // user it was created with) cannot be removed. Errors: NOT_FOUND (another account's user too),
 // CONFLICT for the account's owner.
 func (s *Store) RemoveUser(ctx context.Context, accountID, userID string) error {
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var owner string
 		if err := tx.NewSelect().Model((*Account)(nil)).Column("owner_user_id").Where("id = ?", accountID).Scan(ctx, &owner); err != nil {
 			if isNoRows(err) {

@@ -1,0 +1,80 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/driver/pgdriver"
+)
+
+// Transactions and locks: every writer follows these rules, so that two transactions never wait for
+// each other in a circle, and none waits on the network.
+//
+// Lock order. A transaction that locks several rows takes them in this order:
+//
+//  1. the contact (lockContactFirst, or lockContact when it reads the contact too);
+//  2. then the contact's campaign sends;
+//  3. then its messages.
+//
+// Several rows of one table are locked in id order: a batch add to a list inserts its members, and
+// queues its campaign sends, with the contact ids sorted (AddToList). An insert that a unique key or
+// a foreign key makes wait counts as a lock of that row.
+//
+// Nothing waits on the network holding a lock or a pooled connection: a delivery reads what it needs,
+// lets the connection go, makes its call, and then writes conditionally (ClaimHandover, RecordAttempt).
+//
+// Conflicts are retried: PostgreSQL may still abort a transaction to break a deadlock (40P01) or a
+// serialization failure (40001), for instance between two ingest batches that update the same
+// contacts. inTx runs the transaction again a few times, after a short random wait; a conflict that
+// outlasts them is UNAVAILABLE (IsUnavailable), which the api answers 503 with Retry-After. fn must
+// therefore set everything it returns anew on each run.
+
+// txAttempts is how many times inTx runs a transaction that keeps conflicting.
+const txAttempts = 6
+
+// inTx runs fn in a transaction, running it again when PostgreSQL aborted it for a conflict
+// (isConflict) or when fn asked for it with errRetry (it lost a race for a new row and must read the
+// winner's).
+func (s *Store) inTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.db.RunInTx(ctx, nil, fn)
+		if attempt >= txAttempts || !(isConflict(err) || errors.Is(err, errRetry)) {
+			return err
+		}
+		if isConflict(err) {
+			// Jitter, so that the two that collided do not collide again: 1-4 ms, doubling.
+			wait := time.Duration(rand.Int64N(int64(3*time.Millisecond))) + time.Millisecond
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(wait << (attempt - 1)):
+			}
+		}
+	}
+}
+
+// isConflict reports whether PostgreSQL aborted a transaction to break a deadlock (40P01) or for a
+// serialization failure (40001): the same transaction run again may succeed.
+func isConflict(err error) bool {
+	var pgErr pgdriver.Error
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	code := pgErr.Field('C')
+	return code == "40P01" || code == "40001"
+}
+
+// lockContactFirst locks the contact's row for the rest of tx on PostgreSQL (SQLite has one writer at
+// a time), as the first lock of a transaction that goes on to lock the contact's sends or messages
+// (see the lock order above). It is the lock an UPDATE of the contact takes, so a transaction that
+// later updates the contact does not need a stronger one.
+func (s *Store) lockContactFirst(ctx context.Context, tx bun.IDB, contactID string) error {
+	if s.IsSQLite() {
+		return nil
+	}
+	_, err := tx.NewSelect().Model((*Contact)(nil)).Column("id").Where("id = ?", contactID).For("NO KEY UPDATE").Exec(ctx)
+	return err
+}
