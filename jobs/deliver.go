@@ -105,23 +105,31 @@ func (h *Handler) attemptWith(ctx context.Context, m *models.Message, acc *model
 	if !ok {
 		return nil, fmt.Errorf("deliver %s: unknown transport %q: %w", m.ID, m.Transport, asynq.SkipRetry)
 	}
-	if m.Author == models.AuthorCampaign {
-		// A campaign's message holds the contact's consent while it is sent: an opt-out arriving
-		// meanwhile waits, so its confirmation is never followed by this message.
-		contact, release, err := h.Store.HoldConsent(ctx, m.AccountID, m.ContactID)
+	if m.Author == models.AuthorSystem {
+		// A consent keyword's answer goes after any campaign message to the contact that is already
+		// with its channel (models.DecideAttempt): the receiver never gets an opening after the
+		// opt-out's confirmation. It waits without spending a retry.
+		wait, err := h.Store.HandoverWait(ctx, m.ContactID)
 		if err != nil {
 			return nil, err
 		}
-		defer release()
-		m.Contact = contact
+		if wait > 0 {
+			return nil, &rateLimited{retryAfter: wait}
+		}
+	}
+	// The door decides this attempt once; the transport follows its decision. Nothing is held
+	// across the call.
+	d, err := h.Store.DecideAttempt(ctx, m, nil, h.Config.WebhookTimeout)
+	if err != nil {
+		return nil, err
 	}
 	var res DeliveryResult
-	if d, refused := models.ConsentRule(models.PurposeOf(m), m.Contact, m.Channel); refused {
-		// Written before the contact opted out on the channel (or while the bot was thinking): it does
-		// not go, on any transport, and no call is made. Only a keyword's own answer goes then.
+	if !d.Allowed() {
+		// Written before the contact opted out on the channel (or while the bot was thinking), or
+		// outside the channel's window now: it does not go, and no call is made.
 		res = DeliveryResult{Error: d.Reason}
 	} else {
-		res = transport.Deliver(ctx, m, acc)
+		res = transport.Deliver(ctx, m, acc, d)
 	}
 	deliveryLatency.WithLabelValues(m.Transport).Observe(res.Duration.Seconds())
 	h.Log.InfoContext(ctx, "delivery", "message_id", m.ID, "account_id", m.AccountID, "transport", m.Transport,

@@ -116,7 +116,7 @@ func graphError(body []byte) (string, bool, bool) {
 }
 
 // metaTransport sends through an account's Messenger or Instagram credentials, inside Meta's messaging
-// windows, which it checks before any call: within 24 hours of the contact's last message on the
+// windows, which the door checks for each attempt before any call: within 24 hours of the contact's last message on the
 // channel anything goes out as a RESPONSE; from 24 hours to 7 days only a reply typed by a team member,
 // with the HUMAN_AGENT tag; otherwise the message fails with OUTSIDE_MESSAGING_WINDOW and no call is
 // made (a final failure: waiting cannot bring the window back).
@@ -126,14 +126,7 @@ type metaTransport struct {
 	client  *ProviderClient
 }
 
-func (t metaTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
-	d, err := t.store.DecideDelivery(ctx, m, nil)
-	if err != nil {
-		return DeliveryResult{Error: "load conversation: " + err.Error(), Retryable: true}
-	}
-	if !d.Allowed() {
-		return DeliveryResult{Error: d.Reason}
-	}
+func (t metaTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account, d models.Decision) DeliveryResult {
 	creds, err := t.store.MetaSettings(ctx, acc.ID, t.channel)
 	if err != nil {
 		return credentialsFailure(err, t.channel)

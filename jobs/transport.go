@@ -8,9 +8,12 @@ import (
 )
 
 // Transport delivers one outgoing message for an account: the custom-channel webhook, SMS, WhatsApp,
-// Messenger or Instagram. It never returns an error: every outcome, with whether a retry may help, is the result.
+// Messenger or Instagram. It is called only with the door's leave for this attempt (d, from
+// models.Store.DecideAttempt), whose details it follows (a WhatsApp template, Meta's HUMAN_AGENT tag);
+// it never asks the door again. It never returns an error: every outcome, with whether a retry may
+// help, is the result.
 type Transport interface {
-	Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult
+	Deliver(ctx context.Context, m *models.Message, acc *models.Account, d models.Decision) DeliveryResult
 }
 
 // transports maps a message's transport to the one that delivers it.
@@ -30,7 +33,7 @@ type webhookTransport struct {
 	sender *WebhookSender
 }
 
-func (t webhookTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
+func (t webhookTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account, _ models.Decision) DeliveryResult {
 	if acc.WebhookURL == nil || acc.WebhookSecret == nil {
 		return DeliveryResult{Error: errNoWebhook.Error()}
 	}
@@ -60,7 +63,7 @@ type smsTransport struct {
 	client *ProviderClient
 }
 
-func (t smsTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
+func (t smsTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account, _ models.Decision) DeliveryResult {
 	creds, err := t.store.SMSSettings(ctx, acc.ID)
 	if err != nil {
 		return credentialsFailure(err, models.ChannelSMS)
@@ -70,34 +73,23 @@ func (t smsTransport) Deliver(ctx context.Context, m *models.Message, acc *model
 
 // whatsAppTransport sends through the WhatsApp Cloud API: text inside the 24-hour window, the
 // campaign's approved template (with the first name as its parameter) outside it, as the outgoing
-// door decides; a message the door refuses fails with its reason and no call is made.
+// door decided for this attempt.
 type whatsAppTransport struct {
 	store  *models.Store
 	client *ProviderClient
 }
 
-func (t whatsAppTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account) DeliveryResult {
-	var campaign *models.Campaign
-	if m.CampaignID != nil && m.Author == models.AuthorCampaign {
-		c, err := t.store.Campaign(ctx, *m.CampaignID)
-		if err != nil && models.ErrorCode(err) != models.CodeNotFound {
-			return DeliveryResult{Error: "load campaign: " + err.Error(), Retryable: true}
-		}
-		campaign = c
-	}
-	d, err := t.store.DecideDelivery(ctx, m, campaign)
-	if err != nil {
-		return DeliveryResult{Error: "load conversation: " + err.Error(), Retryable: true}
-	}
-	if !d.Allowed() {
-		return DeliveryResult{Error: d.Reason}
-	}
+func (t whatsAppTransport) Deliver(ctx context.Context, m *models.Message, acc *models.Account, d models.Decision) DeliveryResult {
 	creds, err := t.store.WhatsAppSettings(ctx, acc.ID)
 	if err != nil {
 		return credentialsFailure(err, models.ChannelWhatsApp)
 	}
 	var template *WhatsAppTemplate
 	if d.Template {
+		campaign, err := t.store.Campaign(ctx, *m.CampaignID)
+		if err != nil {
+			return DeliveryResult{Error: "load campaign: " + err.Error(), Retryable: models.ErrorCode(err) != models.CodeNotFound}
+		}
 		contact, err := t.store.ContactByID(ctx, m.AccountID, m.ContactID)
 		if err != nil {
 			return DeliveryResult{Error: "load contact: " + err.Error(), Retryable: true}

@@ -5,11 +5,9 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -278,59 +276,11 @@ func suppressSends(ctx context.Context, tx bun.IDB, contactID, channel string) e
 	return nil
 }
 
-// HoldConsent reads the contact's consent and keeps it from changing until release is called: a
-// campaign message's delivery holds it while the message is sent, so that an opt-out stored meanwhile
-// waits for the send, and its confirmation goes after the message (never an opening after the
-// confirmation). On PostgreSQL it is a share lock on the contact's row, which the opt-out's FOR UPDATE
-// waits for; on SQLite (standalone: one process) an in-process read lock of the contact's stripe,
-// which consent changes take for writing. Errors: NOT_FOUND.
-func (s *Store) HoldConsent(ctx context.Context, accountID, contactID string) (*Contact, func(), error) {
-	if s.IsSQLite() {
-		mu := s.consentStripe(contactID)
-		mu.RLock()
-		c, err := doorContact(ctx, s.db, contactID)
-		if err != nil {
-			mu.RUnlock()
-			return nil, nil, err
-		}
-		return c, mu.RUnlock, nil
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("hold consent: %w", err)
-	}
-	c := new(Contact)
-	err = tx.NewSelect().Model(c).Column("id", "account_id", "phone", "time_zone", "consent").
-		Where("account_id = ? AND id = ?", accountID, contactID).For("SHARE").Scan(ctx)
-	if err != nil {
-		_ = tx.Rollback()
-		if isNoRows(err) {
-			return nil, nil, notFound("contact")
-		}
-		return nil, nil, fmt.Errorf("hold consent: %w", err)
-	}
-	return c, func() { _ = tx.Rollback() }, nil
-}
-
-// consentStripes are SQLite's in-process consent locks (HoldConsent), by a hash of the contact's id.
-const consentStripes = 64
-
-func (s *Store) consentStripe(contactID string) *sync.RWMutex {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(contactID))
-	return &s.consentLocks[h.Sum32()%consentStripes]
-}
-
-// changeConsent runs fn, a transaction that changes the contact's consent, after any delivery holding
-// it (HoldConsent) has ended: on SQLite it takes the contact's stripe for writing around fn; on
-// PostgreSQL fn's lockContact waits for the share locks itself.
-func (s *Store) changeConsent(ctx context.Context, contactID string, fn func(context.Context, bun.Tx) error) error {
-	if s.IsSQLite() {
-		mu := s.consentStripe(contactID)
-		mu.Lock()
-		defer mu.Unlock()
-	}
-	// A deadlock or serialization failure is run again (inTx): fn sets all it returns anew on each run.
+// changeConsent runs fn, a transaction that changes the contact's consent (fn locks the contact with
+// lockContact first). A campaign message being decided for delivery share-locks the contact for that
+// short transaction only (DecideAttempt), so a change waits for no delivery's call; a deadlock or
+// serialization failure is run again (inTx), so fn sets all it returns anew on each run.
+func (s *Store) changeConsent(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
 	return s.inTx(ctx, fn)
 }
 
@@ -366,7 +316,7 @@ func (s *Store) emitConsent(ctx context.Context, c *Contact) {
 // It returns the contact with its consent after the change. Errors: NOT_FOUND.
 func (s *Store) SetConsent(ctx context.Context, accountID, contactID string, in ConsentInput) (*Contact, error) {
 	var c *Contact
-	err := s.changeConsent(ctx, contactID, func(ctx context.Context, tx bun.Tx) error {
+	err := s.changeConsent(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if c, err = s.lockContact(ctx, tx, accountID, contactID); err != nil {
 			return err

@@ -62,7 +62,7 @@ func (s *Store) applyKeyword(ctx context.Context, m *Message, kind KeywordKind, 
 		written *Message // the reply this call wrote
 		claimed bool
 	)
-	err := s.changeConsent(ctx, m.ContactID, func(ctx context.Context, tx bun.Tx) error {
+	err := s.changeConsent(ctx, func(ctx context.Context, tx bun.Tx) error {
 		*out, written, claimed = KeywordOutcome{Kind: kind}, nil, false // a run after a deadlock starts afresh
 		var err error
 		// The contact's row first: every consent change of one contact waits for the one before.

@@ -13,7 +13,7 @@ import (
 
 // The outgoing door: every message the service sends to a contact (a campaign's opening or follow-up,
 // a bot reply, a team member's reply, a send_custom_channel_message) is decided by Decide, once when
-// it is written and again when a transport delivers it, so that a rule about who may be written to,
+// it is written and again at each delivery attempt (DecideAttempt, handover.go), so that a rule about who may be written to,
 // when and on which channel is kept in one place (README, "Outgoing messages").
 
 // Purposes of an outgoing message: what it is decides which rules apply to it.
@@ -181,8 +181,8 @@ func (s *Store) decide(ctx context.Context, db bun.IDB, out Outgoing) (Decision,
 
 // ConsentRule is the door's first rule, for a contact as read (its Consent): nothing but a keyword's
 // own answer (PurposeCompliance) goes to a contact who opted out on channel. refused says that it
-// refuses, with the decision to give. Decide applies it; a transport about to deliver a message
-// written earlier applies it again with the contact as it reads it then.
+// refuses, with the decision to give. Decide applies it, when a message is written and again at each
+// delivery attempt (DecideAttempt), with the contact as it reads then.
 func ConsentRule(purpose string, contact *Contact, channel string) (d Decision, refused bool) {
 	if purpose == PurposeCompliance || contact == nil {
 		return Decision{}, false
@@ -296,16 +296,6 @@ func PurposeOf(m *Message) string {
 		return PurposeCompliance
 	}
 	return PurposeAPISend
-}
-
-// DecideDelivery is Decide for a stored message about to be delivered: time has passed since it was
-// written (a retry, a redelivery), so its window is checked again. campaign is the message's campaign,
-// when it has one and the caller loaded it (nil otherwise: no template).
-func (s *Store) DecideDelivery(ctx context.Context, m *Message, campaign *Campaign) (Decision, error) {
-	return s.Decide(ctx, Outgoing{
-		Purpose: PurposeOf(m), AccountID: m.AccountID, ContactID: m.ContactID, Campaign: campaign, Contact: m.Contact,
-		Route: Route{Channel: m.Channel, Transport: m.Transport, ToID: m.ToID}, Delivery: true,
-	})
 }
 
 // CampaignRoute is where a campaign's messages to the contact go: the campaign's channel, at the

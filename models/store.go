@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -54,8 +53,6 @@ type Store struct {
 	events EventPublisher
 	// quietDefault is the operator's quiet hours (see SetDefaultQuietHours); nil: DefaultQuietHours.
 	quietDefault *QuietHours
-	// consentLocks order consent changes after the deliveries that hold them, on SQLite (HoldConsent).
-	consentLocks [consentStripes]sync.RWMutex
 	// secrets seals and opens stored credentials and signing secrets (see UseSecrets); nil: stored
 	// as they are.
 	secrets *Secrets
