@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -288,6 +289,75 @@ func TestDeliveryTimeoutIsRetried(t *testing.T) {
 	if attempts[1]["statusCode"] != 200.0 || attempts[1]["error"] != nil {
 		t.Fatalf("second attempt: %v", attempts[1])
 	}
+}
+
+// TestDeliveryAcceptedIsSentOnceWhenItsRecordFails: the receiver accepted the message and recording
+// that failed with an error that is not an outage of our database. The worker retries the record, not
+// the task: a retried task would send the message again. A trigger refuses the message's attempt rows
+// until the worker has logged the failure (or, without the fix, sent the message twice).
+func TestDeliveryAcceptedIsSentOnceWhenItsRecordFails(t *testing.T) {
+	out := &logBuffer{}
+	log := slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	startWorkerWith(t, log)
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+
+	const body = "accepted, then its record is refused 4c2e"
+	allow := refuseAttemptsOf(t, body)
+	id := sendOutgoing(t, srv, key, "record-refused", body)
+	waitFor(t, 10*time.Second, "the record's failure", func() bool {
+		return strings.Contains(out.text(), `"msg":"delivery accepted but not recorded"`) || len(hook.deliveries()) > 1
+	})
+	allow()
+
+	m := waitForMessage(t, srv, key, id, 10*time.Second, "a final status", isFinal)
+	if n := len(hook.deliveries()); n != 1 {
+		t.Fatalf("the receiver got the message %d times, want once", n)
+	}
+	if m["status"] != "sent" || m["attempts"] != 1.0 {
+		t.Fatalf("after one accepted delivery: %v", m)
+	}
+	if attempts := messageAttempts(t, srv, key, id); len(attempts) != 1 {
+		t.Fatalf("%d attempts, want 1: %v", len(attempts), attempts)
+	}
+}
+
+// refuseAttemptsOf makes the database refuse to store an attempt of the messages with the body (an
+// error that is not an outage) until the returned func, or the test's end, removes the refusal.
+func refuseAttemptsOf(t *testing.T, body string) (allow func()) {
+	t.Helper()
+	ctx := context.Background()
+	db := env.Store.DB()
+	create := []string{`CREATE TRIGGER refuse_attempt BEFORE INSERT ON message_attempts
+		WHEN (SELECT body FROM messages WHERE id = NEW.message_id) = ?
+		BEGIN SELECT RAISE(ABORT, 'attempt refused by the test'); END`}
+	drop := []string{`DROP TRIGGER IF EXISTS refuse_attempt`}
+	if env.Postgres() {
+		create = []string{`CREATE FUNCTION refuse_attempt() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				IF (SELECT body FROM messages WHERE id = NEW.message_id) = TG_ARGV[0] THEN
+					RAISE EXCEPTION 'attempt refused by the test';
+				END IF;
+				RETURN NEW;
+			END $$`,
+			`CREATE TRIGGER refuse_attempt BEFORE INSERT ON message_attempts FOR EACH ROW EXECUTE FUNCTION refuse_attempt(?)`}
+		drop = []string{`DROP TRIGGER IF EXISTS refuse_attempt ON message_attempts`, `DROP FUNCTION IF EXISTS refuse_attempt()`}
+	}
+	for _, q := range create {
+		if _, err := db.NewRaw(q, body).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allow = func() {
+		for _, q := range drop {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(allow)
+	return allow
 }
 
 func TestDeliveryConnectionRefusedThenRedeliver(t *testing.T) {

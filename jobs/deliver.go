@@ -138,7 +138,7 @@ func (h *Handler) attemptWith(ctx context.Context, m *models.Message, acc *model
 	if res.OK() {
 		out.Error = ""
 		deliveries.WithLabelValues(m.Transport, "sent").Inc()
-		if err := h.recordSent(ctx, record, out); err != nil {
+		if err := h.recordSent(ctx, m, record, out); err != nil {
 			return nil, err
 		}
 		if m.Author == models.AuthorCampaign {
@@ -188,14 +188,35 @@ func (h *Handler) settleOpening(ctx context.Context, messageID string, delivered
 	return h.Queue.FollowUp(ctx, due.SendID, due.Step, due.DueAt)
 }
 
+// recordPatience is how long recordSent retries the record of an accepted delivery after an error
+// that does not say our database is out of reach. Such an error may pass (a deadlock, SQLite's busy
+// database, a statement cancelled under load), and giving up sends the message again; one that does
+// not pass (a bug, a schema this binary does not know) holds the worker's slot meanwhile, which slows
+// a worker that cannot record down rather than letting it send every message twice.
+const recordPatience = 30 * time.Second
+
 // recordSent records a delivery the receiver accepted. Failing here would retry the task and send the
-// message again, so an outage of our own database is waited out instead (until the task's deadline);
-// only a worker that dies meanwhile leaves a repeat, which the receiver drops by its webhook-id.
-func (h *Handler) recordSent(ctx context.Context, record func(context.Context, models.AttemptOutcome) error, out models.AttemptOutcome) error {
+// message again, so the record is retried, never the send: an outage of our own database is waited
+// out (until the task's deadline), any other error for recordPatience, each logged at ERROR. Only an
+// error that outlasts that, or a worker that dies meanwhile, leaves a repeat, which the receiver drops
+// by its webhook-id.
+func (h *Handler) recordSent(ctx context.Context, m *models.Message, record func(context.Context, models.AttemptOutcome) error, out models.AttemptOutcome) error {
+	var giveUpAt time.Time
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		err := record(ctx, out)
-		if err == nil || !models.IsUnavailable(err) {
-			return err
+		if err == nil {
+			return nil
+		}
+		if !models.IsUnavailable(err) {
+			if giveUpAt.IsZero() {
+				giveUpAt = time.Now().Add(recordPatience)
+			}
+			giveUp := time.Now().After(giveUpAt)
+			h.Log.ErrorContext(ctx, "delivery accepted but not recorded", "message_id", m.ID, "account_id", m.AccountID,
+				"error", err.Error(), "retrying_record", !giveUp)
+			if giveUp {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():

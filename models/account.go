@@ -294,7 +294,7 @@ func (s *Store) Authenticate(ctx context.Context, rawKey string) (*Account, erro
 func (s *Store) authenticateInDatabase(ctx context.Context, k KeyCheck, fill bool) (*Account, error) {
 	acc := new(Account)
 	err := s.db.NewSelect().Model(acc).
-		ColumnExpr("account.*, k.id AS key_id").
+		ColumnExpr(s.columnsOf((*Account)(nil), "account")+", k.id AS key_id").
 		Join("JOIN api_keys AS k ON k.account_id = account.id").
 		Where("k.key_hash = ? AND k.revoked_at IS NULL", k.hash).
 		Scan(ctx)

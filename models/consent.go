@@ -391,7 +391,7 @@ func (s *Store) ExportConsent(ctx context.Context, accountID string, from, to ti
 	for {
 		var rows []ConsentExportRow
 		q := s.db.NewSelect().TableExpr("consent_events AS e").
-			ColumnExpr("e.*, c.phone, c.email").
+			ColumnExpr(s.columnsOf((*ConsentEvent)(nil), "e")+", c.phone, c.email").
 			Join("JOIN contacts AS c ON c.id = e.contact_id").
 			Where("e.account_id = ? AND e.at >= ? AND e.at < ?", accountID, from.UTC(), to.UTC()).
 			OrderExpr("e.at, e.id").Limit(consentExportBatch)

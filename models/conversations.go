@@ -140,7 +140,7 @@ func (s *Store) conversations(ctx context.Context, db bun.IDB, accountID, reader
 	unread, unreadArgs := mk.unread("m.contact_id")
 	needsHuman, needsHumanArgs := mk.needsHuman("m.contact_id")
 	failed, failedArgs := mk.failed("m.contact_id")
-	err := db.NewSelect().Model(&rows).ModelTableExpr("messages AS m").ColumnExpr("m.*").
+	err := db.NewSelect().Model(&rows).ModelTableExpr("messages AS m").ColumnExpr(s.columnsOf((*Message)(nil), "m")).
 		ColumnExpr(unread+" AS unread", unreadArgs...).
 		ColumnExpr(needsHuman+" AS needs_human", needsHumanArgs...).
 		ColumnExpr(failed+" AS failed", failedArgs...).

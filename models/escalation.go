@@ -28,7 +28,7 @@ func (s *Store) EscalateAlerts(ctx context.Context, at time.Time, limit int) ([]
 		Set("escalated_at = ?", at.UTC()).
 		Set("escalation_webhook_status = ?", AlertWebhookPending). // the call finds out whether there is a webhook
 		Where("id IN (?) AND escalated_at IS NULL", due).
-		Returning("*").Scan(ctx)
+		Returning(s.columnsOf((*Alert)(nil), "")).Scan(ctx)
 	if err != nil && !isNoRows(err) {
 		return nil, fmt.Errorf("escalate alerts: %w", err)
 	}

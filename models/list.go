@@ -181,7 +181,7 @@ func (s *Store) ListContacts(ctx context.Context, accountID, listID string, page
 	q := s.db.NewSelect().
 		TableExpr("list_members AS m").
 		Join("JOIN contacts AS c ON c.id = m.contact_id").
-		ColumnExpr("m.id AS member_id, c.*").
+		ColumnExpr("m.id AS member_id, "+s.columnsOf((*Contact)(nil), "c")).
 		Where("m.list_id = ?", listID).
 		Order("m.id").
 		Limit(int64(page.Limit) + 1)

@@ -310,7 +310,7 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 		if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
 			return fmt.Errorf("record attempt: %w", err)
 		}
-		if err := update(tx).Returning("*").Scan(ctx, &updated); err != nil && !isNoRows(err) {
+		if err := update(tx).Returning(s.columnsOf((*Message)(nil), "")).Scan(ctx, &updated); err != nil && !isNoRows(err) {
 			return fmt.Errorf("record attempt: %w", err)
 		}
 		return nil
@@ -342,19 +342,20 @@ func (s *Store) emitUpdated(ctx context.Context, msgs []Message) {
 
 // recordAttemptSQL stores an attempt and the message's status as one prepared statement (see
 // prepared.go): one round trip, one commit, no planning. It returns the updated message, for the live
-// event (none when the message was sent already). $9, the sent time, is NULL for a failure;
-// $10, the provider's message id, is NULL unless a provider accepted the message.
+// event (none when the message was sent already): RETURNING is followed by Message's columns, named
+// (columns.go). $9, the sent time, is NULL for a failure; $10, the provider's message id, is NULL
+// unless a provider accepted the message.
 var recordAttemptSQL = `WITH attempt AS (
 	INSERT INTO message_attempts (id, message_id, at, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)
 )
 UPDATE messages SET attempts = attempts + 1, status = $7, error = $5, next_attempt_at = $8, sent_at = COALESCE($9, sent_at),
 	provider_message_id = COALESCE($10, provider_message_id)
 WHERE id = $2 AND status <> '` + StatusSent + `'
-RETURNING *`
+RETURNING `
 
 // recordAttemptPG is RecordAttempt on PostgreSQL.
 func (s *Store) recordAttemptPG(ctx context.Context, a *Attempt, out AttemptOutcome) error {
-	stmt, err := s.prepared(ctx, "record_attempt", func() string { return recordAttemptSQL })
+	stmt, err := s.prepared(ctx, "record_attempt", func() string { return recordAttemptSQL + s.columnsOf((*Message)(nil), "") })
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}

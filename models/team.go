@@ -46,7 +46,7 @@ func (s *Store) TeamMembers(ctx context.Context, accountID string) ([]TeamMember
 func (s *Store) SetAvailable(ctx context.Context, accountID, userID string, available bool) (*TeamMember, error) {
 	u := new(User)
 	err := s.db.NewUpdate().Model(u).Set("available = ?", available).Where("id = ? AND account_id = ?", userID, accountID).
-		Returning("*").Scan(ctx)
+		Returning(s.columnsOf((*User)(nil), "")).Scan(ctx)
 	if isNoRows(err) {
 		return nil, notFound("user")
 	}
