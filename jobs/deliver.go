@@ -114,7 +114,8 @@ func (h *Handler) attemptWith(ctx context.Context, m *models.Message, acc *model
 			return nil, err
 		}
 		if wait > 0 {
-			return nil, &rateLimited{retryAfter: wait}
+			// Looked at again every second: the handover usually ends long before its lease.
+			return nil, &rateLimited{retryAfter: min(wait, time.Second)}
 		}
 	}
 	// The door decides this attempt once; the transport follows its decision. Nothing is held

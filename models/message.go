@@ -284,13 +284,14 @@ type AttemptOutcome struct {
 }
 
 // RecordAttempt stores a delivery attempt and moves the message to sent (no error) or failed (with the
-// error and, while a retry is scheduled, nextAttemptAt). A message already sent stays sent.
+// error and, while a retry is scheduled, nextAttemptAt), ending its handover (DecideAttempt). A
+// message already sent stays sent.
 func (s *Store) RecordAttempt(ctx context.Context, messageID string, out AttemptOutcome) error {
 	a := newAttempt(messageID, out)
 	at := a.At
 	update := func(db bun.IDB) *bun.UpdateQuery {
 		q := db.NewUpdate().Model((*Message)(nil)).
-			Set("attempts = attempts + 1").
+			Set("attempts = attempts + 1").Set("handover_until = NULL").
 			Where("id = ? AND status <> ?", messageID, StatusSent)
 		if out.Error == "" {
 			q = q.Set("status = ?", StatusSent).Set("error = NULL").Set("next_attempt_at = NULL").Set("sent_at = ?", at)
@@ -349,7 +350,7 @@ var recordAttemptSQL = `WITH attempt AS (
 	INSERT INTO message_attempts (id, message_id, at, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)
 )
 UPDATE messages SET attempts = attempts + 1, status = $7, error = $5, next_attempt_at = $8, sent_at = COALESCE($9, sent_at),
-	provider_message_id = COALESCE($10, provider_message_id)
+	provider_message_id = COALESCE($10, provider_message_id), handover_until = NULL
 WHERE id = $2 AND status <> '` + StatusSent + `'
 RETURNING `
 
