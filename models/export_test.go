@@ -1,6 +1,10 @@
 package models
 
-import "context"
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
 
 // IngestedForTest is what the PostgreSQL ingest answered for one message.
 type IngestedForTest struct {
@@ -37,4 +41,9 @@ func (s *Store) IngestForTest(ctx context.Context, accountID string, ins []Incom
 		out[i] = IngestedForTest{MessageID: r.MessageID, ContactID: r.ContactID, Duplicate: r.Duplicate, SetBased: r.SetBased}
 	}
 	return out, nil
+}
+
+// AssignInTurnForTest runs assignInTurn in the test's transaction, which the test may hold open.
+func AssignInTurnForTest(ctx context.Context, tx bun.Tx, accountID, contactID string) (*Assignee, error) {
+	return assignInTurn(ctx, tx, accountID, contactID)
 }
