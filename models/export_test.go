@@ -47,3 +47,9 @@ func (s *Store) IngestForTest(ctx context.Context, accountID string, ins []Incom
 func AssignInTurnForTest(ctx context.Context, tx bun.Tx, accountID, contactID string) (*Assignee, error) {
 	return assignInTurn(ctx, tx, accountID, contactID)
 }
+
+// SetBotPausedForTest runs setBotPaused (what a hand-off, a team reply and the bot's switch write) on
+// db, a transaction the test may hold open.
+func SetBotPausedForTest(ctx context.Context, db bun.IDB, contactID string, paused bool) error {
+	return setBotPaused(ctx, db, contactID, paused)
+}

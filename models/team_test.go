@@ -643,7 +643,7 @@ func TestRemoveUserAfterAHeldAssignInTurn(t *testing.T) {
 	}
 	contactID := csIncoming(t, env.Store, accID, csFrom("turn"), "web", "help").ContactID
 
-	held := holdTx(t)
+	held := holdTx(t, env.Store)
 	a, err := models.AssignInTurnForTest(ctx, held.Tx, accID, contactID)
 	if err != nil || a == nil || a.UserID != member.User.ID {
 		t.Fatalf("assign in turn: %+v, %v; want the member", a, err)
@@ -680,7 +680,7 @@ func TestAssignWhileARemovalIsHeld(t *testing.T) {
 	contactID := csIncoming(t, env.Store, accID, csFrom("held"), "web", "hi").ContactID
 
 	// What RemoveUser writes, held open before its commit.
-	held := holdTx(t)
+	held := holdTx(t, env.Store)
 	if _, err := held.NewDelete().TableExpr("users").Where("id = ? AND account_id = ?", member.User.ID, accID).Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
