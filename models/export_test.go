@@ -53,3 +53,9 @@ func AssignInTurnForTest(ctx context.Context, tx bun.Tx, accountID, contactID st
 func SetBotPausedForTest(ctx context.Context, db bun.IDB, contactID string, paused bool) error {
 	return setBotPaused(ctx, db, contactID, paused)
 }
+
+// IngestFlushersForTest is how many batches the ingest batcher has in flight at most.
+const IngestFlushersForTest = ingestFlushers
+
+// IngestQueuedForTest is how many messages wait in the ingest batcher's queue for a free flusher.
+func (s *Store) IngestQueuedForTest() int { return len(s.ingest.queue) }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"funnelchat/models"
 )
@@ -174,5 +175,113 @@ func TestIngestBatchMatchesOneByOne(t *testing.T) {
 		if !found {
 			t.Errorf("no answer starts with %q:\n%s", want, strings.Join(wantOutcome, "\n"))
 		}
+	}
+}
+
+// TestClosingTheIngestAnswersQueuedCallersAtOnce: a store that closes answers the messages still
+// queued for its ingest batcher at once with an unavailable error (the api's 503: the sender retries),
+// instead of leaving their requests waiting; the batches already on their way get their own answers,
+// and a message that comes after the close is refused at once too.
+func TestClosingTheIngestAnswersQueuedCallersAtOnce(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("the ingest batcher is PostgreSQL's")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Closing ingest").Account.ID
+	s, err := models.OpenPostgres(env.DatabaseURL, 8) // a store of its own, for its own batcher
+	if err != nil {
+		t.Fatal(err)
+	}
+	closing := make(chan struct{})
+	closed := make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-closing:
+		default:
+			_ = s.Close()
+		}
+	})
+
+	// The held transaction has stored the sender's identity: every message from the sender waits for it.
+	sender := csFrom("held")
+	held := holdTx(t, env.Store)
+	contactID := "ct_held_" + strings.ReplaceAll(sender, "-", "_")
+	if _, err := held.ExecContext(ctx, `INSERT INTO contacts (id, account_id, origin, created_at, updated_at)
+		VALUES (?, ?, 'channel', now(), now())`, contactID, accID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.ExecContext(ctx, `INSERT INTO contact_identities (account_id, external_id, contact_id, created_at)
+		VALUES (?, ?, ?, now())`, accID, sender, contactID); err != nil {
+		t.Fatal(err)
+	}
+	ingest := func(sid string) error {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		in := models.IncomingInput{ExternalID: sid, FromID: sender, ToID: "business", Body: "hello " + sid, Channel: "chat"}
+		if err := in.Validate(1 << 20); err != nil {
+			return err
+		}
+		_, _, err := s.IngestIncoming(ctx, accID, in)
+		return err
+	}
+	wantUnavailable := func(err error, what string) {
+		t.Helper()
+		if !models.IsUnavailable(err) || models.ErrorCode(err) != models.CodeUnavailable {
+			t.Errorf("%s: %v, want an unavailable error", what, err)
+		}
+	}
+
+	// On their way: a batch per flusher, each waiting for the held identity.
+	inFlight := make(chan error, models.IngestFlushersForTest)
+	for i := range models.IngestFlushersForTest {
+		go func() { inFlight <- ingest(fmt.Sprintf("%s-flight-%d", sender, i)) }()
+		held.waitBlocked(t, i+1, nil)
+	}
+	// Queued: no flusher is free to take them.
+	const queued = 5
+	answers := make(chan error, queued)
+	for i := range queued {
+		go func() { answers <- ingest(fmt.Sprintf("%s-queued-%d", sender, i)) }()
+	}
+	for deadline := time.Now().Add(10 * time.Second); s.IngestQueuedForTest() < queued; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages queued after 10 s", s.IngestQueuedForTest(), queued)
+		}
+	}
+
+	close(closing)
+	go func() {
+		_ = s.Close()
+		close(closed)
+	}()
+	timeout := time.After(5 * time.Second)
+	for range queued {
+		select {
+		case err := <-answers:
+			wantUnavailable(err, "a queued message when the store closed")
+		case <-timeout:
+			t.Fatal("messages queued when the store closed still wait for an answer 5 s later")
+		}
+	}
+	start := time.Now()
+	wantUnavailable(ingest(sender+"-late"), "a message after the close")
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("a message after the close waited %s for its answer", took)
+	}
+
+	// The batches on their way end as they would have: stored once the identity commits.
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for range models.IngestFlushersForTest {
+		if err := <-inFlight; err != nil {
+			t.Errorf("a message on its way when the store closed: %v, want it stored", err)
+		}
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return once the batches on their way ended")
 	}
 }

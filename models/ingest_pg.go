@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -364,7 +363,10 @@ type ingestBatcher struct {
 	store *Store
 	queue chan *ingestCall
 	quit  chan struct{}
-	wg    sync.WaitGroup
+	// stopped is closed once the flushers have ended and close has answered the queue: a call still
+	// queued then has nobody left to answer it.
+	stopped chan struct{}
+	wg      sync.WaitGroup
 	// linger lets a batch of a busy api wait a moment for more messages (gather.go).
 	linger Linger
 }
@@ -386,27 +388,51 @@ const (
 )
 
 func newIngestBatcher(s *Store) *ingestBatcher {
-	b := &ingestBatcher{store: s, queue: make(chan *ingestCall, 4*ingestMaxBatch), quit: make(chan struct{})}
+	b := &ingestBatcher{store: s, queue: make(chan *ingestCall, 4*ingestMaxBatch), quit: make(chan struct{}), stopped: make(chan struct{})}
 	for range ingestFlushers {
 		b.wg.Go(func() { GroupCommit(b.queue, b.quit, ingestMaxBatch, &b.linger, b.flush) })
 	}
 	return b
 }
 
+// errIngestClosed answers a message the batcher will not store because the store is closing (the
+// process is shutting down): an unavailable error, so the api answers 503 and the sender retries, with
+// the same messageSid, against a process that runs.
+var errIngestClosed = Errorf(CodeUnavailable, "the service is shutting down; retry with the same messageSid")
+
+// close stops the flushers. The calls still queued are answered at once with errIngestClosed (their
+// requests would otherwise wait for their deadline: no flusher takes them any more), while the batches
+// on their way end and answer their own calls; close returns when they have.
 func (b *ingestBatcher) close() {
 	close(b.quit)
+	b.answerQueued()
 	b.wg.Wait()
+	b.answerQueued() // calls that were being queued as the flushers ended
+	close(b.stopped)
+}
+
+// answerQueued answers the calls queued now with errIngestClosed. A call is taken from the queue once,
+// by a flusher (which stores it) or here, so each caller hears what became of its message.
+func (b *ingestBatcher) answerQueued() {
+	for _, call := range Gather(nil, b.queue, cap(b.queue)) {
+		call.done <- ingestOutcome{err: errIngestClosed}
+	}
 }
 
 // ingest queues r and waits for its outcome, or for ctx to end.
 func (b *ingestBatcher) ingest(ctx context.Context, r ingestRow) (ingestResult, error) {
+	select {
+	case <-b.quit:
+		return ingestResult{}, errIngestClosed
+	default:
+	}
 	call := &ingestCall{row: r, done: make(chan ingestOutcome, 1)}
 	select {
 	case b.queue <- call:
 	case <-ctx.Done():
 		return ingestResult{}, ctx.Err()
 	case <-b.quit:
-		return ingestResult{}, errors.New("store closed")
+		return ingestResult{}, errIngestClosed
 	}
 	select {
 	case out := <-call.done:
@@ -414,6 +440,14 @@ func (b *ingestBatcher) ingest(ctx context.Context, r ingestRow) (ingestResult, 
 	case <-ctx.Done():
 		// The batch may still commit the message; the client's retry with the same messageSid finds it.
 		return ingestResult{}, ctx.Err()
+	case <-b.stopped:
+		// Queued as close ended: the answer is here already, or nobody is left to give one.
+		select {
+		case out := <-call.done:
+			return out.res, out.err
+		default:
+			return ingestResult{}, errIngestClosed
+		}
 	}
 }
 
