@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,5 +284,85 @@ func TestClosingTheIngestAnswersQueuedCallersAtOnce(t *testing.T) {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not return once the batches on their way ended")
+	}
+}
+
+// TestConcurrentBatchesWithOneNewPhone: two batches stored at once, each with a message from one new
+// phone number, both store every message, with one contact for the phone and no error. Both look the
+// phone up before either has stored it; the one that loses the race for the phone's contact finds,
+// at its end, a message (and an identity) naming the contact it could not insert, and is stored
+// message by message inside ingest_incoming_batch.
+func TestConcurrentBatchesWithOneNewPhone(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("the batch ingest is PostgreSQL's (SQLite stores each message in its own transaction)")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "One new phone").Account.ID
+	const phone = "+14155550142"
+	msg := func(sid, from string) models.IncomingInput {
+		in := models.IncomingInput{ExternalID: sid, FromID: from, ToID: "business", Body: "hello " + sid, Channel: "chat"}
+		if err := in.Validate(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	batches := [][]models.IncomingInput{
+		{msg("a-phone", phone), msg("a-web", "web-a")},
+		{msg("b-phone", "00"+phone[1:]), msg("b-web", "web-b")}, // the same phone, written another way
+	}
+
+	// A contact with the phone, held open: both batches find no contact for it, then wait for this one
+	// at their insert; once it rolls back, the two race for the phone.
+	held := holdTx(t, env.Store)
+	if _, err := held.ExecContext(ctx, `INSERT INTO contacts (id, account_id, phone, origin, created_at, updated_at)
+		VALUES (?, ?, ?, 'api', now(), now())`, "ct_held_"+accID, accID, phone); err != nil {
+		t.Fatal(err)
+	}
+	results := make([][]models.IngestedForTest, len(batches))
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
+	for i, b := range batches {
+		wg.Go(func() { results[i], errs[i] = env.Store.IngestForTest(ctx, accID, b, false) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	if !held.waitBlocked(t, len(batches), done) {
+		t.Fatal("the batches did not wait for the held contact")
+	}
+	if err := held.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+
+	setBased := 0
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		for _, r := range results[i] {
+			if r.Duplicate {
+				t.Fatalf("batch %d: a message stored as a duplicate: %+v", i, r)
+			}
+		}
+		if results[i][0].SetBased {
+			setBased++
+		}
+	}
+	if setBased != 1 {
+		t.Errorf("%d batches stored set-based, want 1 (the other lost the race for the phone)", setBased)
+	}
+	if a, b := results[0][0].ContactID, results[1][0].ContactID; a != b {
+		t.Fatalf("the phone's messages went to contacts %s and %s, want one", a, b)
+	}
+	var contacts, messages int
+	if err := env.Store.DB().QueryRowContext(ctx, "SELECT count(*) FROM contacts WHERE account_id = ? AND phone = ?", accID, phone).Scan(&contacts); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.DB().QueryRowContext(ctx, "SELECT count(*) FROM messages WHERE account_id = ?", accID).Scan(&messages); err != nil {
+		t.Fatal(err)
+	}
+	if contacts != 1 || messages != 4 {
+		t.Fatalf("%d contacts with the phone and %d messages, want 1 and 4", contacts, messages)
 	}
 }
