@@ -408,6 +408,40 @@ func TestMediaLinksAreCheckedByTheWorker(t *testing.T) {
 	}
 }
 
+// TestSweepChecksMediaThatWasNeverQueued: a media link stored without its check queued (Redis failed
+// right after the commit, or lost the task) is checked all the same: the worker's sweep queues it.
+func TestSweepChecksMediaThatWasNeverQueued(t *testing.T) {
+	ctx := context.Background()
+	files := newSink(t, func(_ int, w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(pngPixel) })
+	acc, _ := newAccount(t)
+	// Stored as the api stores it, but never enqueued.
+	in := models.IncomingInput{ExternalID: "lost-media-1", FromID: "nora", ToID: "biz", Body: "see attached",
+		MediaURL: files.URL + "/pixel.png", MediaContentType: "image/png"}
+	if err := in.Validate(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := env.Store.IngestIncoming(ctx, acc.ID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.MediaCheck == nil || *m.MediaCheck != models.MediaCheckPending {
+		t.Fatalf("media check %v, want pending", m.MediaCheck)
+	}
+	startWorker(t) // SWEEP_INTERVAL=1s: work older than 2 s is re-enqueued
+	var got *string
+	waitFor(t, 20*time.Second, "the sweep to check the media link", func() bool {
+		stored, err := env.Store.MessageByID(ctx, acc.ID, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = stored.MediaCheck
+		return got != nil && *got != models.MediaCheckPending
+	})
+	if *got != "ok" {
+		t.Fatalf("mediaCheck %q, want ok", *got)
+	}
+}
+
 // The offline bot answers the message its task is for, even when the contact wrote more than a
 // conversation window's worth of messages after it before the worker got to it (a backlog): each reply
 // quotes its own message.

@@ -73,6 +73,11 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 			return err
 		}
 	}
+	for _, id := range due.MediaChecks {
+		if err := h.Queue.MediaCheck(ctx, id); err != nil {
+			return err
+		}
+	}
 	if err := h.escalateAndResume(ctx); err != nil {
 		return err
 	}
@@ -82,8 +87,8 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 	} else if n > 0 {
 		h.Log.InfoContext(ctx, "sweep: expired inbox sessions deleted", "sessions", n)
 	}
-	if n := len(due.BotReplies) + len(due.Deliveries) + len(due.Alerts) + len(due.Openings) + len(due.FollowUps); n > 0 {
-		h.Log.InfoContext(ctx, "sweep: owed work found; enqueued where no task held it", "bot_replies", len(due.BotReplies), "deliveries", len(due.Deliveries), "alerts", len(due.Alerts))
+	if n := len(due.BotReplies) + len(due.Deliveries) + len(due.Alerts) + len(due.Openings) + len(due.FollowUps) + len(due.MediaChecks); n > 0 {
+		h.Log.InfoContext(ctx, "sweep: owed work found; enqueued where no task held it", "bot_replies", len(due.BotReplies), "deliveries", len(due.Deliveries), "alerts", len(due.Alerts), "media_checks", len(due.MediaChecks))
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package models
 
-import "context"
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
 
 // IngestedForTest is what the PostgreSQL ingest answered for one message.
 type IngestedForTest struct {
@@ -38,3 +42,20 @@ func (s *Store) IngestForTest(ctx context.Context, accountID string, ins []Incom
 	}
 	return out, nil
 }
+
+// AssignInTurnForTest runs assignInTurn in the test's transaction, which the test may hold open.
+func AssignInTurnForTest(ctx context.Context, tx bun.Tx, accountID, contactID string) (*Assignee, error) {
+	return assignInTurn(ctx, tx, accountID, contactID)
+}
+
+// SetBotPausedForTest runs setBotPaused (what a hand-off, a team reply and the bot's switch write) on
+// db, a transaction the test may hold open.
+func SetBotPausedForTest(ctx context.Context, db bun.IDB, contactID string, paused bool) error {
+	return setBotPaused(ctx, db, contactID, paused)
+}
+
+// IngestFlushersForTest is how many batches the ingest batcher has in flight at most.
+const IngestFlushersForTest = ingestFlushers
+
+// IngestQueuedForTest is how many messages wait in the ingest batcher's queue for a free flusher.
+func (s *Store) IngestQueuedForTest() int { return len(s.ingest.queue) }

@@ -6,7 +6,9 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"funnelchat/models"
 )
@@ -174,5 +176,193 @@ func TestIngestBatchMatchesOneByOne(t *testing.T) {
 		if !found {
 			t.Errorf("no answer starts with %q:\n%s", want, strings.Join(wantOutcome, "\n"))
 		}
+	}
+}
+
+// TestClosingTheIngestAnswersQueuedCallersAtOnce: a store that closes answers the messages still
+// queued for its ingest batcher at once with an unavailable error (the api's 503: the sender retries),
+// instead of leaving their requests waiting; the batches already on their way get their own answers,
+// and a message that comes after the close is refused at once too.
+func TestClosingTheIngestAnswersQueuedCallersAtOnce(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("the ingest batcher is PostgreSQL's")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Closing ingest").Account.ID
+	s, err := models.OpenPostgres(env.DatabaseURL, 8) // a store of its own, for its own batcher
+	if err != nil {
+		t.Fatal(err)
+	}
+	closing := make(chan struct{})
+	closed := make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-closing:
+		default:
+			_ = s.Close()
+		}
+	})
+
+	// The held transaction has stored the sender's identity: every message from the sender waits for it.
+	sender := csFrom("held")
+	held := holdTx(t, env.Store)
+	contactID := "ct_held_" + strings.ReplaceAll(sender, "-", "_")
+	if _, err := held.ExecContext(ctx, `INSERT INTO contacts (id, account_id, origin, created_at, updated_at)
+		VALUES (?, ?, 'channel', now(), now())`, contactID, accID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.ExecContext(ctx, `INSERT INTO contact_identities (account_id, external_id, contact_id, created_at)
+		VALUES (?, ?, ?, now())`, accID, sender, contactID); err != nil {
+		t.Fatal(err)
+	}
+	ingest := func(sid string) error {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		in := models.IncomingInput{ExternalID: sid, FromID: sender, ToID: "business", Body: "hello " + sid, Channel: "chat"}
+		if err := in.Validate(1 << 20); err != nil {
+			return err
+		}
+		_, _, err := s.IngestIncoming(ctx, accID, in)
+		return err
+	}
+	wantUnavailable := func(err error, what string) {
+		t.Helper()
+		if !models.IsUnavailable(err) || models.ErrorCode(err) != models.CodeUnavailable {
+			t.Errorf("%s: %v, want an unavailable error", what, err)
+		}
+	}
+
+	// On their way: a batch per flusher, each waiting for the held identity.
+	inFlight := make(chan error, models.IngestFlushersForTest)
+	for i := range models.IngestFlushersForTest {
+		go func() { inFlight <- ingest(fmt.Sprintf("%s-flight-%d", sender, i)) }()
+		held.waitBlocked(t, i+1, nil)
+	}
+	// Queued: no flusher is free to take them.
+	const queued = 5
+	answers := make(chan error, queued)
+	for i := range queued {
+		go func() { answers <- ingest(fmt.Sprintf("%s-queued-%d", sender, i)) }()
+	}
+	for deadline := time.Now().Add(10 * time.Second); s.IngestQueuedForTest() < queued; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages queued after 10 s", s.IngestQueuedForTest(), queued)
+		}
+	}
+
+	close(closing)
+	go func() {
+		_ = s.Close()
+		close(closed)
+	}()
+	timeout := time.After(5 * time.Second)
+	for range queued {
+		select {
+		case err := <-answers:
+			wantUnavailable(err, "a queued message when the store closed")
+		case <-timeout:
+			t.Fatal("messages queued when the store closed still wait for an answer 5 s later")
+		}
+	}
+	start := time.Now()
+	wantUnavailable(ingest(sender+"-late"), "a message after the close")
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("a message after the close waited %s for its answer", took)
+	}
+
+	// The batches on their way end as they would have: stored once the identity commits.
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for range models.IngestFlushersForTest {
+		if err := <-inFlight; err != nil {
+			t.Errorf("a message on its way when the store closed: %v, want it stored", err)
+		}
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return once the batches on their way ended")
+	}
+}
+
+// TestConcurrentBatchesWithOneNewPhone: two batches stored at once, each with a message from one new
+// phone number, both store every message, with one contact for the phone and no error. Both look the
+// phone up before either has stored it; the one that loses the race for the phone's contact finds,
+// at its end, a message (and an identity) naming the contact it could not insert, and is stored
+// message by message inside ingest_incoming_batch.
+func TestConcurrentBatchesWithOneNewPhone(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("the batch ingest is PostgreSQL's (SQLite stores each message in its own transaction)")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "One new phone").Account.ID
+	const phone = "+14155550142"
+	msg := func(sid, from string) models.IncomingInput {
+		in := models.IncomingInput{ExternalID: sid, FromID: from, ToID: "business", Body: "hello " + sid, Channel: "chat"}
+		if err := in.Validate(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	batches := [][]models.IncomingInput{
+		{msg("a-phone", phone), msg("a-web", "web-a")},
+		{msg("b-phone", "00"+phone[1:]), msg("b-web", "web-b")}, // the same phone, written another way
+	}
+
+	// A contact with the phone, held open: both batches find no contact for it, then wait for this one
+	// at their insert; once it rolls back, the two race for the phone.
+	held := holdTx(t, env.Store)
+	if _, err := held.ExecContext(ctx, `INSERT INTO contacts (id, account_id, phone, origin, created_at, updated_at)
+		VALUES (?, ?, ?, 'api', now(), now())`, "ct_held_"+accID, accID, phone); err != nil {
+		t.Fatal(err)
+	}
+	results := make([][]models.IngestedForTest, len(batches))
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
+	for i, b := range batches {
+		wg.Go(func() { results[i], errs[i] = env.Store.IngestForTest(ctx, accID, b, false) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	if !held.waitBlocked(t, len(batches), done) {
+		t.Fatal("the batches did not wait for the held contact")
+	}
+	if err := held.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+
+	setBased := 0
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		for _, r := range results[i] {
+			if r.Duplicate {
+				t.Fatalf("batch %d: a message stored as a duplicate: %+v", i, r)
+			}
+		}
+		if results[i][0].SetBased {
+			setBased++
+		}
+	}
+	if setBased != 1 {
+		t.Errorf("%d batches stored set-based, want 1 (the other lost the race for the phone)", setBased)
+	}
+	if a, b := results[0][0].ContactID, results[1][0].ContactID; a != b {
+		t.Fatalf("the phone's messages went to contacts %s and %s, want one", a, b)
+	}
+	var contacts, messages int
+	if err := env.Store.DB().QueryRowContext(ctx, "SELECT count(*) FROM contacts WHERE account_id = ? AND phone = ?", accID, phone).Scan(&contacts); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.DB().QueryRowContext(ctx, "SELECT count(*) FROM messages WHERE account_id = ?", accID).Scan(&messages); err != nil {
+		t.Fatal(err)
+	}
+	if contacts != 1 || messages != 4 {
+		t.Fatalf("%d contacts with the phone and %d messages, want 1 and 4", contacts, messages)
 	}
 }

@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -115,10 +114,17 @@ $fn$`
 // with one client: 2.1-2.4 ms for a batch of 16 new senders instead of 2.5-2.8). That is the same as
 // storing the messages one by one only when they are independent of each other, so it is tried only
 // when no two messages share a sender, a messageSid, an existing contact, or (for new senders) a phone
-// number; and it is kept only when every insert inserted what it should. Anything else (a messageSid stored already,
-// a concurrent first message of the same sender) rolls it back, and the batch is stored message by
-// message, in order, each in its own savepoint inside ingest_incoming, so that a duplicate or a lost
-// race affects only that message. set_based says which way the batch went.
+// number; and it is kept only when every insert inserted what it should. Anything else rolls it back
+// to its savepoint, and the batch is stored message by message, in order, each in its own savepoint
+// inside ingest_incoming, so that a duplicate or a lost race affects only that message:
+//   - a messageSid stored already: its message's insert inserts nothing (FC003);
+//   - a concurrent first message of one of the senders, or of one of the new phone numbers (another
+//     batch's, committed after this statement began): the contact insert inserts nothing, and the
+//     message (and the identity, for a fromId the other batch did not store) that name the contact it
+//     meant to insert fail their foreign keys when the statement ends (foreign_key_violation), before
+//     the counts are compared.
+//
+// set_based says which way the batch went.
 const ingestBatchFunctionSQL = `
 CREATE OR REPLACE FUNCTION ingest_incoming_batch(p_batch jsonb)
 RETURNS TABLE (ord bigint, message_id text, contact_id text, duplicate boolean, set_based boolean)
@@ -200,7 +206,7 @@ BEGIN
         IF v_independent AND NOT v_complete THEN
             RAISE EXCEPTION 'conflict' USING ERRCODE = 'FC003';
         END IF;
-    EXCEPTION WHEN SQLSTATE 'FC003' THEN
+    EXCEPTION WHEN SQLSTATE 'FC003' OR foreign_key_violation THEN
         v_independent := false;
     END;
     IF v_independent THEN
@@ -235,6 +241,20 @@ func ingestBatchSetBasedMigration(db *bun.DB) migrate.Migration {
 	return migrate.Migration{
 		Name: "20261130000001", Comment: "ingest_batch_set_based",
 		Up:   postgresOnly(db, `DROP FUNCTION IF EXISTS ingest_incoming_batch(jsonb);`+ingestBatchFunctionSQL),
+		Down: postgresOnly(db, ""),
+	}
+}
+
+// ingestBatchForeignKeyMigration gives databases migrated before it the ingest_incoming_batch whose
+// set-based attempt also falls back to message by message on a foreign-key violation (a concurrent
+// first message of a sender or phone). Before, the violation failed the whole call (pgdriver reported
+// it as "bufio: buffer full": the error's context, which quotes the whole statement, did not fit its
+// read buffer) and the api's batcher stored the batch again message by message, a round trip each.
+// Down leaves it: the older code calls it the same way.
+func ingestBatchForeignKeyMigration(db *bun.DB) migrate.Migration {
+	return migrate.Migration{
+		Name: "20261201780003", Comment: "ingest_batch_foreign_key_fallback",
+		Up:   postgresOnly(db, ingestBatchFunctionSQL),
 		Down: postgresOnly(db, ""),
 	}
 }
@@ -364,7 +384,10 @@ type ingestBatcher struct {
 	store *Store
 	queue chan *ingestCall
 	quit  chan struct{}
-	wg    sync.WaitGroup
+	// stopped is closed once the flushers have ended and close has answered the queue: a call still
+	// queued then has nobody left to answer it.
+	stopped chan struct{}
+	wg      sync.WaitGroup
 	// linger lets a batch of a busy api wait a moment for more messages (gather.go).
 	linger Linger
 }
@@ -386,27 +409,51 @@ const (
 )
 
 func newIngestBatcher(s *Store) *ingestBatcher {
-	b := &ingestBatcher{store: s, queue: make(chan *ingestCall, 4*ingestMaxBatch), quit: make(chan struct{})}
+	b := &ingestBatcher{store: s, queue: make(chan *ingestCall, 4*ingestMaxBatch), quit: make(chan struct{}), stopped: make(chan struct{})}
 	for range ingestFlushers {
 		b.wg.Go(func() { GroupCommit(b.queue, b.quit, ingestMaxBatch, &b.linger, b.flush) })
 	}
 	return b
 }
 
+// errIngestClosed answers a message the batcher will not store because the store is closing (the
+// process is shutting down): an unavailable error, so the api answers 503 and the sender retries, with
+// the same messageSid, against a process that runs.
+var errIngestClosed = Errorf(CodeUnavailable, "the service is shutting down; retry with the same messageSid")
+
+// close stops the flushers. The calls still queued are answered at once with errIngestClosed (their
+// requests would otherwise wait for their deadline: no flusher takes them any more), while the batches
+// on their way end and answer their own calls; close returns when they have.
 func (b *ingestBatcher) close() {
 	close(b.quit)
+	b.answerQueued()
 	b.wg.Wait()
+	b.answerQueued() // calls that were being queued as the flushers ended
+	close(b.stopped)
+}
+
+// answerQueued answers the calls queued now with errIngestClosed. A call is taken from the queue once,
+// by a flusher (which stores it) or here, so each caller hears what became of its message.
+func (b *ingestBatcher) answerQueued() {
+	for _, call := range Gather(nil, b.queue, cap(b.queue)) {
+		call.done <- ingestOutcome{err: errIngestClosed}
+	}
 }
 
 // ingest queues r and waits for its outcome, or for ctx to end.
 func (b *ingestBatcher) ingest(ctx context.Context, r ingestRow) (ingestResult, error) {
+	select {
+	case <-b.quit:
+		return ingestResult{}, errIngestClosed
+	default:
+	}
 	call := &ingestCall{row: r, done: make(chan ingestOutcome, 1)}
 	select {
 	case b.queue <- call:
 	case <-ctx.Done():
 		return ingestResult{}, ctx.Err()
 	case <-b.quit:
-		return ingestResult{}, errors.New("store closed")
+		return ingestResult{}, errIngestClosed
 	}
 	select {
 	case out := <-call.done:
@@ -414,6 +461,14 @@ func (b *ingestBatcher) ingest(ctx context.Context, r ingestRow) (ingestResult, 
 	case <-ctx.Done():
 		// The batch may still commit the message; the client's retry with the same messageSid finds it.
 		return ingestResult{}, ctx.Err()
+	case <-b.stopped:
+		// Queued as close ended: the answer is here already, or nobody is left to give one.
+		select {
+		case out := <-call.done:
+			return out.res, out.err
+		default:
+			return ingestResult{}, errIngestClosed
+		}
 	}
 }
 

@@ -41,3 +41,41 @@ ALTER TABLE contacts ADD CONSTRAINT contacts_account_id_fkey FOREIGN KEY (accoun
 ALTER TABLE contact_identities ADD CONSTRAINT contact_identities_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts (id);`),
 	}
 }
+
+// assigneeForeignKeyMigration makes contacts.assignee_id a foreign key to users that is set to NULL
+// when the user is deleted. RemoveUser unassigns the user's conversations and then deletes the user;
+// an assignment committed in between (Assign, or assignInTurn holding the user's row) would otherwise
+// leave a conversation with a user who no longer exists. With the key, the deletion unassigns what such
+// an assignment committed, and an assignment whose user's deletion commits first fails its check
+// (Assign answers VALIDATION_ERROR). SQLite cannot add a key to an existing table; there one
+// transaction runs at a time and the assignments check the user in their write.
+//
+// The key is added NOT VALID, so that taking it locks contacts only for a moment; then the
+// conversations of users deleted before it are unassigned (none can be added once the key is there),
+// and VALIDATE checks the table while writes go on. Each step is its own transaction. A contact is
+// inserted unassigned, and a NULL key, or an update that leaves assignee_id as it was, neither looks up
+// nor locks a user: the ingest's writes do not meet the users' rows (unlike the keys to accounts that
+// accountForeignKeysMigration dropped).
+func assigneeForeignKeyMigration(db *bun.DB) migrate.Migration {
+	return migrate.Migration{
+		Name: "20261201780001", Comment: "contacts_assignee_foreign_key",
+		Up: func(ctx context.Context, m *migrate.Migrator, mg *migrate.Migration) error {
+			for _, step := range []string{`
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'contacts_assignee_id_fkey' AND conrelid = 'contacts'::regclass) THEN
+        ALTER TABLE contacts ADD CONSTRAINT contacts_assignee_id_fkey
+            FOREIGN KEY (assignee_id) REFERENCES users (id) ON DELETE SET NULL NOT VALID;
+    END IF;
+END $$`, `
+UPDATE contacts SET assignee_id = NULL
+WHERE assignee_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM users AS u WHERE u.id = contacts.assignee_id)`, `
+ALTER TABLE contacts VALIDATE CONSTRAINT contacts_assignee_id_fkey`} {
+				if err := postgresOnly(db, step)(ctx, m, mg); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Down: postgresOnly(db, `ALTER TABLE contacts DROP CONSTRAINT IF EXISTS contacts_assignee_id_fkey`),
+	}
+}

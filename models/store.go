@@ -132,6 +132,8 @@ func (s *Store) Migrate(ctx context.Context) error {
 	migrations.Add(ingestFunctionMigration(s.db))
 	migrations.Add(ingestBatchSetBasedMigration(s.db))
 	migrations.Add(accountForeignKeysMigration(s.db))
+	migrations.Add(assigneeForeignKeyMigration(s.db))
+	migrations.Add(ingestBatchForeignKeyMigration(s.db))
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)
@@ -153,4 +155,13 @@ func isUniqueViolation(err error) bool {
 		return pgErr.Field('C') == "23505"
 	}
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// isForeignKeyViolation reports whether err is a foreign-key violation on either backend.
+func isForeignKeyViolation(err error) bool {
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		return pgErr.Field('C') == "23503"
+	}
+	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
 }

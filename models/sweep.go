@@ -29,6 +29,8 @@ type DueWorkList struct {
 	// Unsettled are openings whose delivery ended but whose send does not say so yet (a worker died
 	// between recording the delivery and settling the send).
 	Unsettled []UnsettledOpening
+	// MediaChecks are incoming messages whose media link the worker has yet to check.
+	MediaChecks []string
 }
 
 // DueFollowUp names the next follow-up of a send.
@@ -47,8 +49,8 @@ type UnsettledOpening struct {
 }
 
 // DueWork lists work that should have been done before cutoff but was not: incoming messages still
-// owed a bot reply, outgoing messages still pending or whose scheduled retry is overdue, and alerts
-// not yet sent to the alert webhook. At most limit of each.
+// owed a bot reply or a check of their media link, outgoing messages still pending or whose scheduled
+// retry is overdue, and alerts not yet sent to the alert webhook. At most limit of each.
 func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueWorkList, error) {
 	due := &DueWorkList{}
 	err := s.db.NewSelect().Model((*Message)(nil)).Column("id").
@@ -95,6 +97,12 @@ func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueW
 		Order("m.created_at").Limit(int64(limit)).Scan(ctx, &due.Unsettled)
 	if err != nil {
 		return nil, fmt.Errorf("unsettled openings: %w", err)
+	}
+	err = s.db.NewSelect().Model((*Message)(nil)).Column("id").
+		Where("media_check = ? AND created_at < ?", MediaCheckPending, cutoff).
+		Order("created_at").Limit(int64(limit)).Scan(ctx, &due.MediaChecks)
+	if err != nil {
+		return nil, fmt.Errorf("due media checks: %w", err)
 	}
 	return due, nil
 }

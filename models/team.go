@@ -75,12 +75,31 @@ func (s *Store) Assign(ctx context.Context, accountID, contactID string, userID 
 	if contactID == "" || len(contactID) > maxIDLength {
 		return nil, notFound("contact")
 	}
-	res, err := s.db.NewUpdate().Model((*Contact)(nil)).Set("assignee_id = ?", userID).
-		Where("id = ? AND account_id = ?", contactID, accountID).Exec(ctx)
+	q := s.db.NewUpdate().Model((*Contact)(nil)).Set("assignee_id = ?", userID).
+		Where("id = ? AND account_id = ?", contactID, accountID)
+	if userID != nil {
+		// RemoveUser may remove the user after the look-up above: the write assigns only a user who
+		// is still there. On PostgreSQL a removal that commits after this statement's snapshot is
+		// caught by the foreign key to users, whose check waits for it.
+		q = q.Where("EXISTS (SELECT 1 FROM users AS u WHERE u.id = ? AND u.account_id = ?)", *userID, accountID)
+	}
+	res, err := q.Exec(ctx)
+	if isForeignKeyViolation(err) {
+		return nil, Errorf(CodeValidation, "userId does not name a user of this account")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("assign: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
+		if userID != nil {
+			exists, err := s.db.NewSelect().Model((*User)(nil)).Where("id = ? AND account_id = ?", *userID, accountID).Exists(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("assign: %w", err)
+			}
+			if !exists {
+				return nil, Errorf(CodeValidation, "userId does not name a user of this account")
+			}
+		}
 		return nil, notFound("contact")
 	}
 	s.emit(ctx, accountID, EventContactAssigned, contactAssigned{ContactID: contactID, Assignee: assignee})
@@ -125,7 +144,10 @@ func assignInTurn(ctx context.Context, tx bun.Tx, accountID, contactID string) (
 			next = u
 		}
 	}
-	res, err := tx.NewUpdate().Model((*Contact)(nil)).Set("assignee_id = ?", next.ID).Where("id = ? AND assignee_id IS NULL", contactID).Exec(ctx)
+	// The user is checked in the write too, as Assign does (on PostgreSQL the lock above already keeps
+	// a removal waiting until this transaction ends).
+	res, err := tx.NewUpdate().Model((*Contact)(nil)).Set("assignee_id = ?", next.ID).Where("id = ? AND assignee_id IS NULL", contactID).
+		Where("EXISTS (SELECT 1 FROM users AS u WHERE u.id = ? AND u.account_id = ?)", next.ID, accountID).Exec(ctx)
 	if err != nil {
 		return nil, err
 	}

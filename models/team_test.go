@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"funnelchat/models"
 )
 
@@ -570,5 +572,188 @@ func TestRetryAllFailedMovesEachOnce(t *testing.T) {
 	counts, err = env.Store.Counts(ctx, accID, acc.Account.OwnerUserID)
 	if err != nil || counts.Unread != 0 || counts.OpenAlerts != 1 {
 		t.Fatalf("counts %+v, %v, want none unread and one alert", counts, err)
+	}
+}
+
+// orphanAssignments counts the account's conversations assigned to a user who does not exist.
+func orphanAssignments(t testing.TB, accountID string) int {
+	t.Helper()
+	var n int
+	err := env.Store.DB().QueryRowContext(context.Background(), `SELECT count(*) FROM contacts AS c
+		WHERE c.account_id = ? AND c.assignee_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM users AS u WHERE u.id = c.assignee_id)`,
+		accountID).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// removeBeforeAssign is a query hook that removes a user, through another store, just before the
+// hooked store's first write of an assignee: the removal lands between Assign's look-up of the user and
+// its write.
+type removeBeforeAssign struct {
+	once              sync.Once
+	accountID, userID string
+	err               error
+}
+
+func (h *removeBeforeAssign) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	if strings.HasPrefix(e.Query, "UPDATE") && strings.Contains(e.Query, "assignee_id") {
+		h.once.Do(func() { h.err = env.Store.RemoveUser(ctx, h.accountID, h.userID) })
+	}
+	return ctx
+}
+func (h *removeBeforeAssign) AfterQuery(context.Context, *bun.QueryEvent) {}
+
+// TestAssignToAUserRemovedMeanwhile: a user removed after Assign has looked them up is not assigned:
+// the write itself checks that the user exists, and Assign answers VALIDATION_ERROR.
+func TestAssignToAUserRemovedMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Assign removed").Account.ID
+	member := addUser(t, accID, models.RoleMember)
+	contactID := csIncoming(t, env.Store, accID, csFrom("rm"), "web", "hi").ContactID
+	s := csStore(t)
+	hook := &removeBeforeAssign{accountID: accID, userID: member.User.ID}
+	s.DB().AddQueryHook(hook)
+	_, err := s.Assign(ctx, accID, contactID, &member.User.ID)
+	if hook.err != nil {
+		t.Fatalf("RemoveUser: %v", hook.err)
+	}
+	wantCode(t, err, models.CodeValidation, "Assign to a user removed meanwhile")
+	if c := csContact(t, accID, contactID); c.AssigneeID != nil {
+		t.Fatalf("the conversation is assigned to %s, a removed user", *c.AssigneeID)
+	}
+}
+
+// TestRemoveUserAfterAHeldAssignInTurn: a hand-off's assignment in turn that is still to commit when
+// the user is removed does not leave the conversation with the removed user (PostgreSQL: the removal
+// waits for the assignment's lock on the user, then the foreign key unassigns what it committed).
+func TestRemoveUserAfterAHeldAssignInTurn(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("SQLite runs one transaction at a time: an assignment cannot be held open beside a removal")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	acc := csAccount(t, "Held turn")
+	accID := acc.Account.ID
+	member := addUser(t, accID, models.RoleMember)
+	if _, err := env.Store.SetAvailable(ctx, accID, acc.Account.OwnerUserID, false); err != nil {
+		t.Fatal(err)
+	}
+	contactID := csIncoming(t, env.Store, accID, csFrom("turn"), "web", "help").ContactID
+
+	held := holdTx(t, env.Store)
+	a, err := models.AssignInTurnForTest(ctx, held.Tx, accID, contactID)
+	if err != nil || a == nil || a.UserID != member.User.ID {
+		t.Fatalf("assign in turn: %+v, %v; want the member", a, err)
+	}
+	done := make(chan struct{})
+	var removeErr error
+	go func() {
+		defer close(done)
+		removeErr = env.Store.RemoveUser(ctx, accID, member.User.ID)
+	}()
+	held.waitBlocked(t, 1, done) // the removal waits for the assignment's lock on the user
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if removeErr != nil {
+		t.Fatalf("RemoveUser: %v", removeErr)
+	}
+	if c := csContact(t, accID, contactID); c.AssigneeID != nil {
+		t.Fatalf("the conversation is assigned to %s, a removed user", *c.AssigneeID)
+	}
+}
+
+// TestAssignWhileARemovalIsHeld: an assignment to a user whose removal is still to commit waits for it
+// and is then refused (PostgreSQL: the foreign key's check of the user waits for the deleted row).
+func TestAssignWhileARemovalIsHeld(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("SQLite runs one transaction at a time: a removal cannot be held open beside an assignment")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	accID := csAccount(t, "Held removal").Account.ID
+	member := addUser(t, accID, models.RoleMember)
+	contactID := csIncoming(t, env.Store, accID, csFrom("held"), "web", "hi").ContactID
+
+	// What RemoveUser writes, held open before its commit.
+	held := holdTx(t, env.Store)
+	if _, err := held.NewDelete().TableExpr("users").Where("id = ? AND account_id = ?", member.User.ID, accID).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var assignErr error
+	go func() {
+		defer close(done)
+		_, assignErr = env.Store.Assign(ctx, accID, contactID, &member.User.ID)
+	}()
+	held.waitBlocked(t, 1, done)
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if orphanAssignments(t, accID) != 0 {
+		t.Fatalf("the conversation is assigned to a removed user (Assign: %v)", assignErr)
+	}
+	wantCode(t, assignErr, models.CodeValidation, "Assign to a user whose removal committed meanwhile")
+}
+
+// TestRemoveUserRacingAssignments: users removed while conversations are assigned to them, by hand and
+// in turn, at once: no conversation is left with a removed user, and every refusal is a domain error.
+func TestRemoveUserRacingAssignments(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acc := csAccount(t, "Remove race")
+	accID := acc.Account.ID
+	if _, err := env.Store.SetAvailable(ctx, accID, acc.Account.OwnerUserID, false); err != nil {
+		t.Fatal(err)
+	}
+	rounds := 30
+	if !env.Postgres() {
+		rounds = 10 // SQLite runs one statement at a time: the rounds only interleave the calls
+	}
+	for round := range rounds {
+		member := addUser(t, accID, models.RoleMember)
+		var byHand []string
+		var handoffs []*models.Message
+		for range 3 {
+			byHand = append(byHand, csIncoming(t, env.Store, accID, csFrom("hand"), "web", "hi").ContactID)
+			handoffs = append(handoffs, csIncoming(t, env.Store, accID, csFrom("turn"), "web", "help"))
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		start := make(chan struct{})
+		wg.Go(func() {
+			<-start
+			errs <- env.Store.RemoveUser(ctx, accID, member.User.ID)
+		})
+		for _, id := range byHand {
+			wg.Go(func() {
+				<-start
+				_, err := env.Store.Assign(ctx, accID, id, &member.User.ID)
+				errs <- err
+			})
+		}
+		for _, m := range handoffs {
+			wg.Go(func() {
+				<-start
+				_, err := env.Store.Handoff(ctx, m, "help")
+				errs <- err
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil && models.ErrorCode(err) == models.CodeInternal {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		if n := orphanAssignments(t, accID); n != 0 {
+			t.Fatalf("round %d: %d conversations assigned to a removed user", round, n)
+		}
 	}
 }

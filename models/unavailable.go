@@ -15,14 +15,15 @@ import (
 )
 
 // IsUnavailable reports whether err means the database or Redis could not be reached in time (down,
-// restarting, or too slow), as opposed to a bug or a refusal: the same request or task may simply be
-// tried again. The api answers such errors with 503 UNAVAILABLE; the worker retries such tasks without
-// spending their retry budget.
+// restarting, or too slow), or a domain error UNAVAILABLE says so (a closing store's ingest), as
+// opposed to a bug or a refusal: the same request or task may simply be tried again. The api answers
+// such errors with 503 UNAVAILABLE; the worker retries such tasks without spending their retry budget.
 func IsUnavailable(err error) bool {
 	var netErr net.Error
 	var pgErr pgdriver.Error
 	switch {
-	case errors.As(err, &netErr),
+	case ErrorCode(err) == CodeUnavailable,
+		errors.As(err, &netErr),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.ECONNRESET),

@@ -116,7 +116,10 @@ func (s *Store) RemoveUser(ctx context.Context, accountID, userID string) error 
 		if _, err := tx.NewDelete().Model((*conversationRead)(nil)).Where("account_id = ? AND reader_id = ?", accountID, userID).Exec(ctx); err != nil {
 			return fmt.Errorf("remove user: %w", err)
 		}
-		// Their conversations go back to the team: unassigned, so that hand-offs find a new owner.
+		// Their conversations go back to the team: unassigned, so that hand-offs find a new owner. An
+		// assignment that commits after this statement is undone by the deletion below on PostgreSQL
+		// (the foreign key's ON DELETE SET NULL, assigneeForeignKeyMigration); on SQLite none can, as
+		// this transaction is the only one running.
 		if _, err := tx.NewUpdate().Model((*Contact)(nil)).Set("assignee_id = NULL").Where("account_id = ? AND assignee_id = ?", accountID, userID).Exec(ctx); err != nil {
 			return fmt.Errorf("remove user: %w", err)
 		}

@@ -1,0 +1,1 @@
+DROP INDEX messages_media_check_pending_idx;
