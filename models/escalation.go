@@ -27,7 +27,7 @@ func (s *Store) EscalateAlerts(ctx context.Context, at time.Time, limit int) ([]
 		Set("escalated_at = ?", at.UTC()).
 		Set("escalation_webhook_status = ?", AlertWebhookPending). // the call finds out whether there is a webhook
 		Where("a.id IN (?)", due).Where(where, args...).
-		Returning(s.columnsOf((*Alert)(nil), "a")).Scan(ctx)
+		Returning(s.columnsOf((*Alert)(nil), "")).Scan(ctx)
 	if err != nil && !isNoRows(err) {
 		return nil, fmt.Errorf("escalate alerts: %w", err)
 	}
