@@ -131,9 +131,11 @@ func TestSweepSettlesAnOpeningWhoseDeliveryWentUnrecorded(t *testing.T) {
 		return status[0]
 	}
 	waitFor(t, 10*time.Second, "the opening delivered and settled", func() bool { return sendStatus() == "sent" })
-	// As if the worker had died before settling: pending, no follow-up scheduled, its task gone.
+	// As if the worker had died before settling: pending, no follow-up scheduled, its task gone (and
+	// follow_ups_done as an opening's send has it before it is settled: false, since only a goal or an
+	// opt-out sets it then, and settling keeps what they set).
 	_, err := env.Store.DB().NewUpdate().Table("campaign_sends").Set("status = 'pending'").Set("sent_at = NULL").
-		Set("next_follow_up_at = NULL").Set("follow_ups_done = TRUE").Where("campaign_id = ?", campaignID).Exec(t.Context())
+		Set("next_follow_up_at = NULL").Set("follow_ups_done = FALSE").Where("campaign_id = ?", campaignID).Exec(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,10 @@ func (s *Server) messageAttempts(c *fiber.Ctx) error {
 	return c.JSON(pageBody(attempts, ""))
 }
 
-// redeliverMessage: POST /v1/messages/{id}/redeliver queues a failed outgoing message again -> 200
-// with the message (pending). 409 CONFLICT for a message that is not a failed outgoing one.
+// redeliverMessage: POST /v1/messages/{id}/redeliver queues a failed outgoing message again, as the
+// outgoing door decides now -> 200 with the message: pending (nextAttemptAt set when deferred past
+// the contact's quiet hours), or still failed with the door's reason as its error (OPTED_OUT: ...).
+// 409 CONFLICT for a message that is not a failed outgoing one.
 func (s *Server) redeliverMessage(c *fiber.Ctx) error {
 	m, err := s.app.Redeliver(c.UserContext(), accountOf(c).ID, c.Params("id"))
 	if err != nil {

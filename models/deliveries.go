@@ -28,8 +28,8 @@ func (s *Store) FailedDeliveries(ctx context.Context, accountID string, page Pag
 const MaxRetryAll = 1000
 
 // RetryAllFailed puts up to MaxRetryAll of the account's failed outgoing messages, oldest first, back
-// to pending in a new delivery round (as Redeliver does one) and returns them, for the caller to
-// queue. Each message moves once however many ask at the same time: a second press, or another
+// to pending in a new delivery round (as Redeliver does one, asking the door again) and returns those
+// it moved, for the caller to queue; one the door refuses now stays failed and is not returned. Each message moves once however many ask at the same time: a second press, or another
 // user's, finds it pending and leaves it.
 func (s *Store) RetryAllFailed(ctx context.Context, accountID string) ([]*Message, error) {
 	var ids []string
@@ -48,7 +48,9 @@ func (s *Store) RetryAllFailed(ctx context.Context, accountID string) ([]*Messag
 		if err != nil {
 			return out, err
 		}
-		out = append(out, m)
+		if m.Status == StatusPending {
+			out = append(out, m) // not one the door refuses now (it stays failed, with the reason)
+		}
 	}
 	return out, nil
 }

@@ -391,9 +391,13 @@ func orNil[T any](p *T) any {
 	return *p
 }
 
-// Redeliver queues a failed outgoing message again: it goes back to pending in a new delivery round,
-// whose number the caller uses in the delivery task id. Errors: NOT_FOUND, CONFLICT when the message is
-// not a failed outgoing message.
+// Redeliver queues a failed outgoing message again, after the outgoing door has decided it anew for
+// now: time has passed since it was written. It goes back to pending in a new delivery round, whose
+// number the caller uses in the delivery task id; a campaign's message that would go inside the
+// contact's quiet hours is pending with NextAttemptAt at the end of them, for the caller to queue then.
+// A message the door refuses now (the contact opted out on the channel since, the channel's window
+// closed) stays failed with the door's reason as its error (ReasonOptedOut: ...), and nothing is
+// queued. Errors: NOT_FOUND, CONFLICT when the message is not a failed outgoing message.
 func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Message, error) {
 	m, err := s.MessageByID(ctx, accountID, messageID)
 	if err != nil {
@@ -402,31 +406,80 @@ func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Me
 	if m.Direction != DirectionOutgoing {
 		return nil, Errorf(CodeConflict, "only outgoing messages are delivered")
 	}
-	res, err := s.db.NewUpdate().Model((*Message)(nil)).
-		Set("status = ?", StatusPending).
-		Set("next_attempt_at = NULL").
-		Set("delivery_round = delivery_round + 1").
-		Where("id = ? AND status = ?", m.ID, StatusFailed).
-		Exec(ctx)
+	if m.Status != StatusFailed {
+		return nil, Errorf(CodeConflict, "message is %s; only a failed message can be redelivered", m.Status)
+	}
+	d, err := s.retryDecision(ctx, m)
 	if err != nil {
 		return nil, fmt.Errorf("redeliver: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, Errorf(CodeConflict, "message is %s; only a failed message can be redelivered", m.Status)
-	}
-	if m.Author == AuthorCampaign {
-		// A failed opening being delivered again: its send is pending until this delivery ends.
-		_, err := s.db.NewUpdate().Model((*CampaignSend)(nil)).Set("status = ?", SendPending).Set("detail = NULL").
-			Set("status_at = ?", now()).Where("message_id = ? AND status = ?", m.ID, SendFailed).Exec(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("redeliver: %w", err)
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		// The lock order (tx.go): the contact, its send, then the message.
+		if err := s.lockContactFirst(ctx, tx, m.ContactID); err != nil {
+			return err
 		}
+		if d.Verdict == DoNotSend {
+			res, err := tx.NewUpdate().Model((*Message)(nil)).Set("error = ?", d.Reason).Set("next_attempt_at = NULL").
+				Where("id = ? AND status = ?", m.ID, StatusFailed).Exec(ctx)
+			return moved(res, err, m)
+		}
+		if m.Author == AuthorCampaign {
+			// A failed opening being delivered again: its send is pending until this delivery ends.
+			_, err := tx.NewUpdate().Model((*CampaignSend)(nil)).Set("status = ?", SendPending).Set("detail = NULL").
+				Set("status_at = ?", now()).Where("message_id = ? AND status = ?", m.ID, SendFailed).Exec(ctx)
+			if err != nil {
+				return err
+			}
+		}
+		var notBefore *time.Time
+		if d.Verdict == SendLater {
+			notBefore = &d.NotBefore
+		}
+		res, err := tx.NewUpdate().Model((*Message)(nil)).
+			Set("status = ?", StatusPending).
+			Set("next_attempt_at = ?", notBefore).
+			Set("delivery_round = delivery_round + 1").
+			Where("id = ? AND status = ?", m.ID, StatusFailed).
+			Exec(ctx)
+		return moved(res, err, m)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redeliver: %w", err)
 	}
 	m, err = s.Message(ctx, m.ID)
 	if err == nil {
 		s.emit(ctx, accountID, EventMessageUpdated, m)
 	}
 	return m, err
+}
+
+// moved is the outcome of Redeliver's UPDATE of m: CONFLICT when another retry moved it first.
+func moved(res sql.Result, err error, m *Message) error {
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return Errorf(CodeConflict, "message is no longer failed; only a failed message can be redelivered")
+	}
+	return nil
+}
+
+// retryDecision is the outgoing door's decision for a failed message delivered again now: its consent
+// and window as for any delivery, and for a campaign's message the contact's quiet hours too (a
+// retry is a new decision to send it, at a time nobody chose).
+func (s *Store) retryDecision(ctx context.Context, m *Message) (Decision, error) {
+	var campaign *Campaign
+	if m.CampaignID != nil && m.Author == AuthorCampaign {
+		c, err := s.Campaign(ctx, *m.CampaignID)
+		if err != nil && ErrorCode(err) != CodeNotFound {
+			return Decision{}, err
+		}
+		campaign = c
+	}
+	return s.Decide(ctx, Outgoing{
+		Purpose: PurposeOf(m), AccountID: m.AccountID, ContactID: m.ContactID, Campaign: campaign,
+		Route: Route{Channel: m.Channel, Transport: m.Transport, ToID: m.ToID},
+	})
 }
 
 // copyOf returns a pointer to a copy of *p (nil for nil), for a row that must not share its

@@ -61,7 +61,10 @@ func (s *Store) DueWork(ctx context.Context, cutoff time.Time, limit int) (*DueW
 	}
 	err = s.db.NewSelect().Model((*Message)(nil)).Column("id", "delivery_round", "reply_to_id", "attempts").
 		Where("direction = ? AND status IN (?, ?)", DirectionOutgoing, StatusPending, StatusFailed).
-		Where("(status = ? AND created_at < ?) OR (status = ? AND next_attempt_at < ?)", StatusPending, cutoff, StatusFailed, cutoff).
+		// A pending message with a later next_attempt_at was deferred (a retry inside the contact's
+		// quiet hours, Redeliver): it is due then, not before.
+		Where("(status = ? AND created_at < ? AND (next_attempt_at IS NULL OR next_attempt_at < ?)) OR (status = ? AND next_attempt_at < ?)",
+			StatusPending, cutoff, cutoff, StatusFailed, cutoff).
 		Order("created_at").Limit(int64(limit)).Scan(ctx, &due.Deliveries)
 	if err != nil {
 		return nil, fmt.Errorf("due deliveries: %w", err)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"funnelchat/models"
 )
@@ -33,7 +34,9 @@ func (a *App) SendCustom(ctx context.Context, accountID string, in models.Custom
 	return m, contact, nil
 }
 
-// Redeliver queues a failed outgoing message again. Errors: those of Redeliver.
+// Redeliver queues a failed outgoing message again, as the outgoing door decides it now: sent at once,
+// deferred to the end of the contact's quiet hours (a campaign's message), or left failed with the
+// door's reason (the contact opted out since). Errors: those of Redeliver.
 func (a *App) Redeliver(ctx context.Context, accountID, messageID string) (*models.Message, error) {
 	m, err := a.store.Redeliver(ctx, accountID, messageID)
 	if err != nil {
@@ -53,14 +56,19 @@ func (a *App) RetryAllFailed(ctx context.Context, accountID string) (int, error)
 	return len(moved), err
 }
 
-// deliver queues a stored message's delivery, when it is pending (the door may have stored it failed).
+// deliver queues a stored message's delivery, when it is pending (the door may have stored it failed),
+// at its NextAttemptAt when the door deferred it.
 func (a *App) deliver(ctx context.Context, m *models.Message) {
 	if m.Status != models.StatusPending {
 		return
 	}
 	enqCtx, cancel := context.WithTimeout(ctx, EnqueueTimeout)
 	defer cancel()
-	if err := a.queue.Deliver(enqCtx, m.ID, m.DeliveryRound); err != nil {
+	enqueue := func() error { return a.queue.Deliver(enqCtx, m.ID, m.DeliveryRound) }
+	if m.NextAttemptAt != nil && m.NextAttemptAt.After(time.Now()) {
+		enqueue = func() error { return a.queue.DeliverRetry(enqCtx, m.ID, m.DeliveryRound, 0, *m.NextAttemptAt) }
+	}
+	if err := enqueue(); err != nil {
 		a.log.WarnContext(ctx, "outgoing stored, delivery not enqueued; the sweep will deliver it", "message_id", m.ID,
 			"error", err.Error())
 	}

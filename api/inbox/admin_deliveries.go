@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -136,7 +137,26 @@ func (h *Handler) retryDelivery(c *fiber.Ctx) error {
 	if rows, err := h.deliveryRows(c.UserContext(), sess.AccountID, []models.Message{*m}); err == nil {
 		name = rows[0].Name
 	}
+	if ok, text := retryOutcome(m); m.Status != models.StatusPending || m.NextAttemptAt != nil {
+		return h.done(c, back, ok, "The message to "+name+": "+text)
+	}
 	return h.done(c, back, true, "The message to "+name+" is queued again.")
+}
+
+// retryOutcome says what a retry did with the message (App.Redeliver asks the outgoing door again):
+// sending again, deferred past the contact's quiet hours, or not sent with the door's reason.
+func retryOutcome(m *models.Message) (ok bool, text string) {
+	switch {
+	case m.Status != models.StatusPending:
+		reason := "the message may not go now"
+		if m.Error != nil {
+			reason = *m.Error
+		}
+		return false, "Not sent: " + reason
+	case m.NextAttemptAt != nil && m.NextAttemptAt.After(time.Now()):
+		return true, "Queued for " + m.NextAttemptAt.UTC().Format("Jan 2 15:04 MST") + ", after the contact's quiet hours."
+	}
+	return true, "Sending again."
 }
 
 // retryAllFailed: POST /inbox/deliveries/retry-all queues again up to models.MaxRetryAll failed

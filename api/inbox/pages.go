@@ -274,7 +274,8 @@ func (h *Handler) retry(c *fiber.Ctx) error {
 		}
 		return h.actionFailed(c, back, err)
 	}
-	return h.done(c, "/inbox/conversations/"+url.PathEscape(m.ContactID), true, "Sending again.")
+	ok, text := retryOutcome(m)
+	return h.done(c, "/inbox/conversations/"+url.PathEscape(m.ContactID), ok, text)
 }
 
 // alertsPage: GET /inbox/alerts lists the open alerts, newest first.
