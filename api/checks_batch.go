@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -22,7 +21,9 @@ const (
 	checksFlushers = 2  // pipelines in flight at once
 )
 
-var errChecksClosed = errors.New("checks: the api is shutting down")
+// errChecksClosed answers a call the batcher will not make because the api is shutting down: an
+// unavailable error, so the request is answered 503 and its client retries against a process that runs.
+var errChecksClosed = models.Errorf(models.CodeUnavailable, "the service is shutting down; retry shortly")
 
 // checksCall is one request's checksScript call waiting for its pipeline.
 type checksCall struct {
@@ -42,11 +43,14 @@ type checksBatcher struct {
 	once  sync.Once
 	calls chan *checksCall
 	quit  chan struct{}
-	wg    sync.WaitGroup
+	// stopped is closed once the flushers have ended and close has answered the queue: a call still
+	// queued then has nobody left to answer it.
+	stopped chan struct{}
+	wg      sync.WaitGroup
 }
 
 func newChecksBatcher(rdb redis.UniversalClient) *checksBatcher {
-	return &checksBatcher{rdb: rdb, calls: make(chan *checksCall, 4*checksMax), quit: make(chan struct{})}
+	return &checksBatcher{rdb: rdb, calls: make(chan *checksCall, 4*checksMax), quit: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // run makes the call and waits for its answer, or for ctx to end.
@@ -74,10 +78,19 @@ func (b *checksBatcher) run(ctx context.Context, keys []string, args ...any) ([]
 		return a.v, a.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-b.stopped:
+		// Queued as close ended: the answer is here already, or nobody is left to give one.
+		select {
+		case a := <-call.done:
+			return a.v, a.err
+		default:
+			return nil, errChecksClosed
+		}
 	}
 }
 
-// close stops the flushers; calls still queued are answered with an error.
+// close stops the flushers. Calls still queued are answered at once with errChecksClosed (503), while
+// the pipelines on their way end and answer their own calls; close returns when they have.
 func (b *checksBatcher) close() {
 	b.once.Do(func() {}) // no flusher starts after this
 	select {
@@ -86,7 +99,15 @@ func (b *checksBatcher) close() {
 	default:
 	}
 	close(b.quit)
+	b.answerQueued()
 	b.wg.Wait()
+	b.answerQueued() // calls that were being queued as the flushers ended
+	close(b.stopped)
+}
+
+// answerQueued answers the calls queued now with errChecksClosed. A call is taken from the queue
+// once, by a flusher or here.
+func (b *checksBatcher) answerQueued() {
 	for _, call := range models.Gather(nil, b.calls, cap(b.calls)) {
 		call.done <- checksAnswer{err: errChecksClosed}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"funnelchat/api"
+	"funnelchat/models"
 )
 
 // The checks of concurrent requests share one pipeline to Redis; each keeps its own answer: counted
@@ -88,5 +89,23 @@ func TestConcurrentRequestsKeepTheirOwnCounts(t *testing.T) {
 		if got := r.Header.Get("X-RateLimit-Remaining"); got != "0" {
 			t.Errorf("key %d: X-RateLimit-Remaining %q after its limit, want 0", k, got)
 		}
+	}
+}
+
+// TestClosingChecksAnswersQueuedCallsUnavailable: an api shutting down answers the checks still
+// queued, and any made after, with an unavailable error (503 with Retry-After, so clients retry
+// elsewhere), not an internal one, and leaves none of them waiting for its deadline.
+func TestClosingChecksAnswersQueuedCallsUnavailable(t *testing.T) {
+	done := make(chan []error, 1)
+	go func() { done <- api.ChecksQueuedAtClose(env.Redis, 5) }()
+	select {
+	case errs := <-done:
+		for i, err := range errs {
+			if !models.IsUnavailable(err) {
+				t.Errorf("call %d: %v, want an unavailable error", i, err)
+			}
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("queued checks still waiting after the close")
 	}
 }

@@ -79,3 +79,30 @@ func checkAnswerOf(v []any, sid string) (CheckAnswer, error) {
 	return CheckAnswer{Status: status, Account: acc, Limit: r.Limit, Allowed: r.Allowed, Remaining: r.Remaining,
 		RetryAfter: r.RetryAfter, ResetAfter: r.ResetAfter, DuplicateOf: chk.duplicateOf}, nil
 }
+
+// ChecksQueuedAtClose queues n calls on a checks batcher whose flushers never started (as if every
+// one were busy), closes it, and returns each call's error.
+func ChecksQueuedAtClose(rdb redis.UniversalClient, n int) []error {
+	b := newChecksBatcher(rdb)
+	b.once.Do(func() {}) // no flusher: the calls stay queued
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := b.run(ctx, []string{"rate:ratelimit:closing"}, 10, "", "acc_closing", dedupePrefix)
+			errs <- err
+		}()
+	}
+	for len(b.calls) < n {
+		time.Sleep(time.Millisecond)
+	}
+	b.close()
+	// A call made after the close is refused the same way.
+	_, late := b.run(context.Background(), []string{"rate:ratelimit:closing"}, 10, "", "acc_closing", dedupePrefix)
+	out := []error{late}
+	for range n {
+		out = append(out, <-errs)
+	}
+	return out
+}
