@@ -32,7 +32,7 @@ func (s *Server) putBotSettings(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	settings, err := s.store.UpdateBotSettings(c.UserContext(), accountOf(c).ID, models.BotSettingsInput{
+	settings, err := s.app.UpdateBotSettings(c.UserContext(), accountOf(c).ID, models.BotSettingsInput{
 		Active: req.Active, Instructions: req.Instructions, Goal: req.Goal, Language: req.Language,
 		HandoffMessage: req.HandoffMessage, HandoffEscalationMinutes: req.HandoffEscalationMinutes,
 		SetBotResume: req.BotResumeMinutes.Set, BotResumeMinutes: req.BotResumeMinutes.Value,

@@ -42,11 +42,10 @@ func (s *Server) createCampaign(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	campaign, err := s.store.CreateCampaign(c.UserContext(), accountOf(c).ID, req.input())
+	campaign, err := s.app.CreateCampaign(c.UserContext(), accountOf(c).ID, req.input())
 	if err != nil {
 		return err
 	}
-	campaign.Sends = &models.SendCounts{} // a new campaign owes no one yet
 	return c.Status(fiber.StatusCreated).JSON(campaign)
 }
 

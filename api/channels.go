@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"funnelchat/api/app"
 	"funnelchat/models"
 )
 
@@ -13,13 +14,11 @@ func (h *channels) putSMSSettings(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if err := req.Validate(); err != nil {
+	stored, err := h.app.SaveSMSSettings(c.UserContext(), accountOf(c).ID, req)
+	if err != nil {
 		return err
 	}
-	if err := h.store.SetSMSSettings(c.UserContext(), accountOf(c).ID, req); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"accountSid": req.AccountSID, "from": req.From, "authTokenSet": true})
+	return c.JSON(fiber.Map{"accountSid": stored.AccountSID, "from": stored.From, "authTokenSet": true})
 }
 
 // putWhatsAppSettings: PUT /v1/settings/channels/whatsapp {"phoneNumberId","accessToken","appSecret"?,
@@ -29,15 +28,13 @@ func (h *channels) putWhatsAppSettings(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	if err := h.store.SetWhatsAppSettings(c.UserContext(), accountOf(c).ID, req); err != nil {
+	stored, err := h.app.SaveWhatsAppSettings(c.UserContext(), accountOf(c).ID, req)
+	if err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{
-		"phoneNumberId": req.PhoneNumberID, "accessTokenSet": true,
-		"appSecretSet": req.AppSecret != "", "verifyTokenSet": req.VerifyToken != "",
+		"phoneNumberId": stored.PhoneNumberID, "accessTokenSet": true,
+		"appSecretSet": stored.AppSecret != "", "verifyTokenSet": stored.VerifyToken != "",
 	})
 }
 
@@ -57,17 +54,12 @@ func (h *channels) putInstagramSettings(c *fiber.Ctx) error {
 
 // putMetaSettings saves the Meta channel's settings decoded into req and answers with the id (under
 // idField) and which secrets are set, never the secrets.
-func (h *channels) putMetaSettings(c *fiber.Ctx, channel string, req interface {
-	Meta() (models.MetaSettings, error)
-}, idField, tokenSetField string) error {
+func (h *channels) putMetaSettings(c *fiber.Ctx, channel string, req app.MetaCredentials, idField, tokenSetField string) error {
 	if err := decodeJSON(c, req); err != nil {
 		return err
 	}
-	v, err := req.Meta()
+	v, err := h.app.SaveMetaSettings(c.UserContext(), accountOf(c).ID, channel, req)
 	if err != nil {
-		return err
-	}
-	if err := h.store.SetMetaSettings(c.UserContext(), accountOf(c).ID, channel, v); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{idField: v.ID, tokenSetField: true, "appSecretSet": true, "verifyTokenSet": true})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"funnelchat/api/app"
 	"funnelchat/api/web"
 	"funnelchat/models"
 )
@@ -14,6 +15,7 @@ import (
 // consent serves the consent ledger, its export and the compliance settings (README, "Compliance").
 type consent struct {
 	store *models.Store
+	app   *app.App
 	log   *slog.Logger
 }
 
@@ -60,7 +62,7 @@ func (s *consent) putConsent(c *fiber.Ctx) error {
 		return err
 	}
 	ctx, acc := c.UserContext(), accountOf(c)
-	if _, err := s.store.SetConsent(ctx, acc.ID, c.Params("id"), in); err != nil {
+	if _, err := s.app.SetConsent(ctx, acc.ID, c.Params("id"), in); err != nil {
 		return err
 	}
 	return s.getConsent(c)
@@ -130,7 +132,7 @@ func (s *consent) putCompliance(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	settings, err := s.store.UpdateComplianceSettings(c.UserContext(), accountOf(c).ID, models.ComplianceInput{
+	settings, err := s.app.UpdateComplianceSettings(c.UserContext(), accountOf(c).ID, models.ComplianceInput{
 		OptOutKeywords: req.OptOutKeywords, OptInKeywords: req.OptInKeywords,
 		OptOutConfirmation: req.OptOutConfirmation, OptInConfirmation: req.OptInConfirmation, HelpText: req.HelpText,
 		SetQuietHours: req.QuietHours.Set, QuietHours: req.QuietHours.Value, TimeZone: req.TimeZone,

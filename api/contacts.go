@@ -66,14 +66,9 @@ func (s *Server) createContact(c *fiber.Ctx) error {
 		consent = &ci
 	}
 	ctx, acc := c.UserContext(), accountOf(c)
-	contact, created, err := s.store.CreateOrGetContact(ctx, acc.ID, in)
+	contact, created, err := s.app.CreateContact(ctx, acc.ID, in, consent)
 	if err != nil {
 		return err
-	}
-	if consent != nil {
-		if contact, err = s.store.SetConsent(ctx, acc.ID, contact.ID, *consent); err != nil {
-			return err
-		}
 	}
 	status := fiber.StatusOK
 	if created {

@@ -46,7 +46,7 @@ func conversationFilter(c *fiber.Ctx) (models.ConversationFilter, error) {
 // markRead: POST /v1/contacts/{id}/read -> 204; the conversation is read, for the API, up to its newest
 // message.
 func (s *Server) markRead(c *fiber.Ctx) error {
-	if err := s.store.MarkRead(c.UserContext(), accountOf(c).ID, models.ReaderAPI, c.Params("id")); err != nil {
+	if err := s.app.MarkRead(c.UserContext(), accountOf(c).ID, models.ReaderAPI, c.Params("id")); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -54,7 +54,7 @@ func (s *Server) markRead(c *fiber.Ctx) error {
 
 // resolveAlert: POST /v1/alerts/{id}/resolve -> 200 with the alert, resolvedAt set.
 func (s *Server) resolveAlert(c *fiber.Ctx) error {
-	a, err := s.store.ResolveAlert(c.UserContext(), accountOf(c).ID, c.Params("id"), models.ReaderAPI)
+	a, err := s.app.ResolveAlert(c.UserContext(), accountOf(c).ID, c.Params("id"), models.ReaderAPI)
 	if err != nil {
 		return err
 	}

@@ -84,20 +84,17 @@ func (s *Server) addToList(c *fiber.Ctx) error {
 		}
 	}
 
+	var res *models.AddResult
 	if req.Consent != nil {
 		in, err := req.Consent.input("consent.")
 		if err != nil {
 			return err
 		}
-		if _, err := s.store.ListByID(c.UserContext(), accountOf(c).ID, c.Params("id")); err != nil {
+		res, err = s.app.AddToListWithConsent(c.UserContext(), accountOf(c).ID, c.Params("id"), single, in)
+		if err != nil {
 			return err
 		}
-		if _, err := s.store.SetConsent(c.UserContext(), accountOf(c).ID, single, in); err != nil {
-			return err
-		}
-	}
-	res, err := s.app.AddToList(c.UserContext(), accountOf(c).ID, c.Params("id"), ids)
-	if err != nil {
+	} else if res, err = s.app.AddToList(c.UserContext(), accountOf(c).ID, c.Params("id"), ids); err != nil {
 		return err
 	}
 	status := fiber.StatusOK

@@ -77,7 +77,7 @@ func (s *Server) setContactBot(c *fiber.Ctx) error {
 	if req.Active == nil {
 		return models.Errorf(models.CodeValidation, "active (true or false) is required")
 	}
-	contact, err := s.store.SetBotActive(c.UserContext(), accountOf(c).ID, c.Params("id"), *req.Active)
+	contact, err := s.app.SetBotActive(c.UserContext(), accountOf(c).ID, c.Params("id"), *req.Active)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (s *Server) reachGoal(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	goal, _, err := s.store.ReachGoal(c.UserContext(), accountOf(c).ID, c.Params("id"), models.GoalInput{
+	goal, _, err := s.app.ReachGoal(c.UserContext(), accountOf(c).ID, c.Params("id"), models.GoalInput{
 		CampaignID: req.CampaignID, Source: models.GoalSourceAPI, Note: req.Note,
 	})
 	if err != nil {

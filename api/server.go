@@ -145,7 +145,7 @@ func (s *Server) routes() {
 	v1 := s.fiber.Group("/v1", s.https.Require)
 	ch := &channels{cfg: s.cfg, store: s.store, app: s.app, https: s.https, log: s.log}
 	cr := &credits{store: s.store, app: s.app, redis: s.redis, log: s.log}
-	cs := &consent{store: s.store, log: s.log}
+	cs := &consent{store: s.store, app: s.app, log: s.log}
 	v1.Get("/openapi.json", s.openAPI)
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and
 	// a wrong method a 405 before any key is asked for (README, "API at a glance").

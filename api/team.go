@@ -32,7 +32,7 @@ func (s *Server) patchUser(c *fiber.Ctx) error {
 	if req.Available == nil {
 		return models.Errorf(models.CodeValidation, "available (true or false) is required")
 	}
-	u, err := s.store.SetAvailable(c.UserContext(), accountOf(c).ID, c.Params("id"), *req.Available)
+	u, err := s.app.SetAvailable(c.UserContext(), accountOf(c).ID, c.Params("id"), *req.Available)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (s *Server) assign(c *fiber.Ctx) error {
 			return models.Errorf(models.CodeValidation, "userId must be a string or null")
 		}
 	}
-	assignee, err := s.store.Assign(c.UserContext(), accountOf(c).ID, c.Params("id"), userID)
+	assignee, err := s.app.Assign(c.UserContext(), accountOf(c).ID, c.Params("id"), userID)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (s *Server) addNote(c *fiber.Ctx) error {
 		return err
 	}
 	acc := accountOf(c)
-	note, err := s.store.AddNote(c.UserContext(), acc.ID, c.Params("id"), acc.OwnerUserID, req.Body)
+	note, err := s.app.AddNote(c.UserContext(), acc.ID, c.Params("id"), acc.OwnerUserID, req.Body)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (s *Server) saveCannedReply(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	r, err := s.store.SaveCannedReply(c.UserContext(), accountOf(c).ID, c.Params("id"), req.Shortcut, req.Body)
+	r, err := s.app.SaveCannedReply(c.UserContext(), accountOf(c).ID, c.Params("id"), req.Shortcut, req.Body)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (s *Server) saveCannedReply(c *fiber.Ctx) error {
 
 // deleteCannedReply: DELETE /v1/canned_replies/{id} -> 204.
 func (s *Server) deleteCannedReply(c *fiber.Ctx) error {
-	if err := s.store.DeleteCannedReply(c.UserContext(), accountOf(c).ID, c.Params("id")); err != nil {
+	if err := s.app.DeleteCannedReply(c.UserContext(), accountOf(c).ID, c.Params("id")); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)

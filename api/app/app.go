@@ -1,7 +1,9 @@
 // Package app holds the use cases that the JSON API (package api) and the inbox (package inbox) both
-// carry out: the "store, then enqueue" flows and the checks that come before a write. Each is written
-// once here, so that the two transports cannot drift apart in what they store, what they queue, and
-// what they do when the queue is unavailable (README, "Layout"). It knows nothing of HTTP.
+// carry out: every store write the two both make, with the "store, then enqueue" flows and the checks
+// that come before a write. Each is written once here, so that the two transports cannot drift apart
+// in what they store, what they queue, and what they do when the queue is unavailable (README,
+// "Layout"); reads stay with the transports. Many methods only delegate to the store today: they are
+// here so that a rule added to one of these writes later is added for both. It knows nothing of HTTP.
 package app
 
 import (

@@ -7,6 +7,18 @@ import (
 	"funnelchat/models"
 )
 
+// CreateCampaign creates a campaign, with its send counts (all zero). Nothing is queued, even for a
+// campaign created live: it owes openings only to contacts added to its list from then on (AddToList
+// and ImportContacts queue those), never to those already on it. Errors: those of models.Store.CreateCampaign.
+func (a *App) CreateCampaign(ctx context.Context, accountID string, in models.CampaignInput) (*models.Campaign, error) {
+	campaign, err := a.store.CreateCampaign(ctx, accountID, in)
+	if err != nil {
+		return nil, err
+	}
+	campaign.Sends = &models.SendCounts{} // a new campaign owes no one yet
+	return campaign, nil
+}
+
 // UpdateCampaign changes a campaign; going back to live queues the sends its pause held (the
 // openings, and the follow-ups that fell due, each at the campaign's pace). Errors: those of
 // UpdateCampaign.

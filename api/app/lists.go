@@ -17,6 +17,20 @@ func (a *App) AddToList(ctx context.Context, accountID, listID string, contactID
 	return res, nil
 }
 
+// AddToListWithConsent records one contact's consent evidence (consent must have passed Normalize)
+// and then adds the contact to the list as AddToList does: the evidence is recorded only when the
+// list is the account's, and before the addition triggers anything. Errors: those of
+// models.Store.ListByID (NOT_FOUND, nothing recorded), of SetConsent (nothing added) and of AddToList.
+func (a *App) AddToListWithConsent(ctx context.Context, accountID, listID, contactID string, consent models.ConsentInput) (*models.AddResult, error) {
+	if _, err := a.store.ListByID(ctx, accountID, listID); err != nil {
+		return nil, err
+	}
+	if _, err := a.SetConsent(ctx, accountID, contactID, consent); err != nil {
+		return nil, err
+	}
+	return a.AddToList(ctx, accountID, listID, []string{contactID})
+}
+
 // ImportContacts adds parsed CSV rows to a list and queues the openings they trigger. Errors: those of
 // ImportContacts.
 func (a *App) ImportContacts(ctx context.Context, accountID, listID string, contacts []models.ContactInput, rowErrors []models.CSVRowError) (*models.ImportResult, error) {

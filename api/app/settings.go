@@ -77,3 +77,18 @@ func (a *App) TestWebhook(ctx context.Context, accountID string) (*jobs.WebhookT
 	}
 	return &result, nil
 }
+
+// UpdateBotSettings changes the account's bot and hand-off settings given in in and returns them after
+// the update; nothing is stored when a field is invalid. Errors: those of
+// models.Store.UpdateBotSettings.
+func (a *App) UpdateBotSettings(ctx context.Context, accountID string, in models.BotSettingsInput) (*models.BotSettings, error) {
+	return a.store.UpdateBotSettings(ctx, accountID, in)
+}
+
+// RotateAPIKey replaces the account's API key and returns the new one; the old key stops working in
+// every process before this returns (the store marks it revoked in the key cache before the revocation
+// commits). Errors: those of models.Store.RotateAPIKey (UNAVAILABLE when that mark cannot be written:
+// nothing changes then).
+func (a *App) RotateAPIKey(ctx context.Context, accountID string) (string, error) {
+	return a.store.RotateAPIKey(ctx, accountID)
+}

@@ -275,7 +275,7 @@ func (h *Handler) createCampaign(c *fiber.Ctx) error {
 		f.Error = problem + " Nothing was saved."
 		return h.renderCampaignForm(c, fiber.StatusUnprocessableEntity, f)
 	}
-	cp, err := h.store.CreateCampaign(c.UserContext(), sessionOf(c).AccountID, in)
+	cp, err := h.app.CreateCampaign(c.UserContext(), sessionOf(c).AccountID, in)
 	if err != nil {
 		return h.campaignRefused(c, f, err)
 	}

@@ -6,13 +6,14 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"funnelchat/api/app"
 	"funnelchat/models"
 )
 
 // The Channels section of the settings page: the account's SMS (Twilio), WhatsApp, Messenger and
-// Instagram credentials, saved as PUT /v1/settings/channels/{channel} saves them (the same models
-// validation and store calls), and the webhook address to paste into the provider. Everyone sees
-// which channels are connected; only owners save (requireOwner).
+// Instagram credentials, saved as PUT /v1/settings/channels/{channel} saves them (the same use cases,
+// app.App.SaveSMSSettings and its siblings), and the webhook address to paste into the provider.
+// Everyone sees which channels are connected; only owners save (requireOwner).
 //
 // Secrets are write-only: the page says whether each one is set and never carries it, not even back
 // into a refused form. A secret field left empty keeps the stored secret: the handler reads the stored
@@ -237,28 +238,19 @@ func (h *Handler) saveChannel(c *fiber.Ctx) error {
 	switch kind {
 	case models.ChannelSMS:
 		in := models.SMSSettings{AccountSID: values["accountSid"], AuthToken: values["authToken"], From: values["from"]}
-		if err = in.Validate(); err == nil {
-			err = h.store.SetSMSSettings(ctx, accountID, in)
-		}
+		_, err = h.app.SaveSMSSettings(ctx, accountID, in)
 	case models.ChannelWhatsApp:
 		in := models.WhatsAppSettings{PhoneNumberID: values["phoneNumberId"], AccessToken: values["accessToken"],
 			AppSecret: values["appSecret"], VerifyToken: values["verifyToken"]}
-		if err = in.Validate(); err == nil {
-			err = h.store.SetWhatsAppSettings(ctx, accountID, in)
-		}
+		_, err = h.app.SaveWhatsAppSettings(ctx, accountID, in)
 	case models.ChannelMessenger, models.ChannelInstagram:
-		var meta interface {
-			Meta() (models.MetaSettings, error)
-		} = models.MessengerSettings{PageID: values["pageId"], PageAccessToken: values["pageAccessToken"],
-			AppSecret: values["appSecret"], VerifyToken: values["verifyToken"]}
+		var meta app.MetaCredentials = models.MessengerSettings{PageID: values["pageId"],
+			PageAccessToken: values["pageAccessToken"], AppSecret: values["appSecret"], VerifyToken: values["verifyToken"]}
 		if kind == models.ChannelInstagram {
 			meta = models.InstagramSettings{AccountID: values["accountId"], AccessToken: values["accessToken"],
 				AppSecret: values["appSecret"], VerifyToken: values["verifyToken"]}
 		}
-		var v models.MetaSettings
-		if v, err = meta.Meta(); err == nil {
-			err = h.store.SetMetaSettings(ctx, accountID, kind, v)
-		}
+		_, err = h.app.SaveMetaSettings(ctx, accountID, kind, meta)
 	}
 	if err != nil {
 		switch models.ErrorCode(err) {

@@ -9,7 +9,7 @@ import (
 )
 
 // The team's own settings on the settings page: whether the signed-in user takes hand-offs in turn
-// (Store.SetAvailable, the user's own only), and the account's canned replies, which members and owners
+// (App.SetAvailable, the user's own only), and the account's canned replies, which members and owners
 // alike add, edit and delete.
 
 // saveAvailability: POST /inbox/settings/availability {available: "true"|"false"} says whether the
@@ -26,7 +26,7 @@ func (h *Handler) saveAvailability(c *fiber.Ctx) error {
 	default:
 		return h.done(c, back, false, "Choose whether you take hand-offs.")
 	}
-	if _, err := h.store.SetAvailable(c.UserContext(), sess.AccountID, sess.UserID, available); err != nil {
+	if _, err := h.app.SetAvailable(c.UserContext(), sess.AccountID, sess.UserID, available); err != nil {
 		return h.actionFailed(c, back, err)
 	}
 	if available {
@@ -84,7 +84,7 @@ func (h *Handler) editCannedReply(c *fiber.Ctx) error {
 func (h *Handler) saveCannedReply(c *fiber.Ctx, id string) error {
 	sess := sessionOf(c)
 	shortcut, body := c.FormValue("shortcut"), strings.ReplaceAll(c.FormValue("body"), "\r\n", "\n")
-	r, err := h.store.SaveCannedReply(c.UserContext(), sess.AccountID, id, shortcut, body)
+	r, err := h.app.SaveCannedReply(c.UserContext(), sess.AccountID, id, shortcut, body)
 	switch {
 	case err == nil:
 	case models.ErrorCode(err) == models.CodeValidation || models.ErrorCode(err) == models.CodeConflict:
@@ -104,7 +104,7 @@ func (h *Handler) saveCannedReply(c *fiber.Ctx, id string) error {
 // deleteCannedReply: POST /inbox/settings/canned/{id}/delete.
 func (h *Handler) deleteCannedReply(c *fiber.Ctx) error {
 	sess := sessionOf(c)
-	if err := h.store.DeleteCannedReply(c.UserContext(), sess.AccountID, c.Params("id")); err != nil {
+	if err := h.app.DeleteCannedReply(c.UserContext(), sess.AccountID, c.Params("id")); err != nil {
 		if models.ErrorCode(err) == models.CodeNotFound {
 			return h.done(c, settingsPath+"#canned", true, "That canned reply was deleted already.")
 		}

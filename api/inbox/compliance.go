@@ -107,7 +107,7 @@ func (h *Handler) saveCompliance(c *fiber.Ctx) error {
 	if tz := strings.TrimSpace(c.FormValue("timeZone")); tz != cur.TimeZone {
 		in.TimeZone = &tz
 	}
-	if _, err := h.store.UpdateComplianceSettings(ctx, sess.AccountID, in); err != nil {
+	if _, err := h.app.UpdateComplianceSettings(ctx, sess.AccountID, in); err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.done(c, back, false, complianceMessage(models.ErrorMessage(err))+" Nothing was saved.")
 		}

@@ -169,7 +169,7 @@ func (h *Handler) recordConsent(c *fiber.Ctx) error {
 		}
 		return h.actionFailed(c, back, err)
 	}
-	if _, err := h.store.SetConsent(c.UserContext(), sess.AccountID, c.Params("id"), in); err != nil {
+	if _, err := h.app.SetConsent(c.UserContext(), sess.AccountID, c.Params("id"), in); err != nil {
 		return h.actionFailed(c, back, err)
 	}
 	where := "on " + in.Channel

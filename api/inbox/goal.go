@@ -127,7 +127,7 @@ func (h *Handler) reachGoal(c *fiber.Ctx) error {
 		return h.done(c, back, false, "The note must be at most "+itoa(maxGoalNote)+" characters. Nothing was recorded.")
 	}
 	userID := sess.UserID
-	goal, created, err := h.store.ReachGoal(c.UserContext(), sess.AccountID, c.Params("id"), models.GoalInput{
+	goal, created, err := h.app.ReachGoal(c.UserContext(), sess.AccountID, c.Params("id"), models.GoalInput{
 		Source: models.GoalSourceInbox, Note: note, UserID: &userID,
 	})
 	if err != nil {

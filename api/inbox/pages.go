@@ -220,7 +220,7 @@ func (h *Handler) conversationPage(c *fiber.Ctx) error {
 		return h.inboxFailure(c, err)
 	}
 	if before == "" {
-		if err := h.store.MarkRead(c.UserContext(), sess.AccountID, sess.UserID, conv.Contact.ID); err != nil {
+		if err := h.app.MarkRead(c.UserContext(), sess.AccountID, sess.UserID, conv.Contact.ID); err != nil {
 			return h.inboxFailure(c, err)
 		}
 	}
@@ -254,7 +254,7 @@ func (h *Handler) setBot(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	back := "/inbox/conversations/" + url.PathEscape(c.Params("id"))
 	active := c.FormValue("active") == "true"
-	if _, err := h.store.SetBotActive(c.UserContext(), sess.AccountID, c.Params("id"), active); err != nil {
+	if _, err := h.app.SetBotActive(c.UserContext(), sess.AccountID, c.Params("id"), active); err != nil {
 		return h.actionFailed(c, back, err)
 	}
 	if active {
@@ -331,7 +331,7 @@ func (h *Handler) alertsPage(c *fiber.Ctx) error {
 func (h *Handler) resolve(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	back := safeNext(c.FormValue("next"))
-	if _, err := h.store.ResolveAlert(c.UserContext(), sess.AccountID, c.Params("id"), sess.UserID); err != nil {
+	if _, err := h.app.ResolveAlert(c.UserContext(), sess.AccountID, c.Params("id"), sess.UserID); err != nil {
 		return h.actionFailed(c, back, err)
 	}
 	return h.done(c, back, true, "Alert resolved.")

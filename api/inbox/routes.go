@@ -27,7 +27,9 @@ type Deps struct {
 	Logger *slog.Logger
 }
 
-// Handler serves the inbox: the account team's web app (README, "The inbox").
+// Handler serves the inbox: the account team's web app (README, "The inbox"). Its store is for reads
+// and for the writes only the inbox makes (sessions, users, passwords); a write the JSON API makes too
+// goes through app, so that both obey one rule.
 type Handler struct {
 	cfg   *config.Config
 	app   *app.App

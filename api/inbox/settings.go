@@ -129,7 +129,7 @@ const settingsPath = "/inbox/settings"
 // generateKey: POST /inbox/settings/api-key (owners) replaces the account's API key; the old key stops
 // working at once. The answer is 303 to the settings page, which shows the new key once.
 func (h *Handler) generateKey(c *fiber.Ctx) error {
-	key, err := h.store.RotateAPIKey(c.UserContext(), sessionOf(c).AccountID)
+	key, err := h.app.RotateAPIKey(c.UserContext(), sessionOf(c).AccountID)
 	if err != nil {
 		return h.actionFailed(c, settingsPath+"#api-key", err)
 	}
@@ -212,7 +212,7 @@ func (h *Handler) saveBot(c *fiber.Ctx) error {
 		}
 		in.SetBotResume, in.BotResumeMinutes = true, n
 	}
-	if _, err := h.store.UpdateBotSettings(c.UserContext(), sess.AccountID, in); err != nil {
+	if _, err := h.app.UpdateBotSettings(c.UserContext(), sess.AccountID, in); err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.done(c, back, false, formMessage(err, botFields)+" Nothing was saved.")
 		}

@@ -228,7 +228,7 @@ func (h *Handler) assign(c *fiber.Ctx) error {
 	if id := strings.TrimSpace(c.FormValue("userId")); id != "" {
 		userID = &id
 	}
-	assignee, err := h.store.Assign(c.UserContext(), sess.AccountID, c.Params("id"), userID)
+	assignee, err := h.app.Assign(c.UserContext(), sess.AccountID, c.Params("id"), userID)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.done(c, back, false, "That person is not on the team any more. Nothing was changed.")
@@ -249,7 +249,7 @@ func (h *Handler) assign(c *fiber.Ctx) error {
 func (h *Handler) addNote(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	back := "/inbox/conversations/" + url.PathEscape(c.Params("id"))
-	if _, err := h.store.AddNote(c.UserContext(), sess.AccountID, c.Params("id"), sess.UserID, c.FormValue("body")); err != nil {
+	if _, err := h.app.AddNote(c.UserContext(), sess.AccountID, c.Params("id"), sess.UserID, c.FormValue("body")); err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			msg := strings.Replace(models.ErrorMessage(err), "body", "the note", 1)
 			if strings.Contains(msg, "required") {
