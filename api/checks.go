@@ -23,7 +23,7 @@ const dedupePrefix = "dedupe:incoming:"
 // request against the key's per-minute limit, and, for the incoming endpoint, reads the messageSid's
 // de-duplication key. Before it, a request cost three calls (cache GET, the rate limiter's script, the
 // de-duplication GET); on this 2-core machine class each round trip costs more than the work in it
-// (README, "Performance").
+// (docs/performance.md).
 //
 //	KEYS[1] the key's count: rate:ratelimit:<key hash> (rateKey)
 //	KEYS[2] the key's cache entry (models.KeyCheck.CacheKey); absent when the caller has authenticated

@@ -150,7 +150,7 @@ func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log 
 			// so at light load a reply waits half an interval on average: with 50 ms the bot's
 			// replies took 13 ms from accept to webhook at the median (at 100 messages/s), with 20 ms
 			// 6 ms. An idle worker pays for it in polls: about 300 scripts/s in Redis and 7% of a core
-			// in the worker at 20 ms, against 140/s and 3% at 50 ms (README "Performance").
+			// in the worker at 20 ms, against 140/s and 3% at 50 ms (docs/performance.md).
 			TaskCheckInterval:        20 * time.Millisecond,
 			DelayedTaskCheckInterval: 500 * time.Millisecond,
 			RetryDelayFunc:           retryDelay(cfg.WebhookRetrySchedule, h.BotRetryDelays),

@@ -50,7 +50,7 @@ func GroupCommit[T any](queue <-chan T, quit <-chan struct{}, max int, linger *L
 // round trip, statement and commit (or asynq task) alone; waiting LingerWait when the last batch ended
 // less than LingerBusy ago lets the next few join it. A group commit that has been idle longer waits for
 // nothing, so light traffic keeps its latency. The ingest batcher, the live events' publisher and the
-// api's bot reply enqueues (jobs) linger. Measured (README "Performance", third sitting of 2026-11-26),
+// api's bot reply enqueues (jobs) linger. Measured (docs/performance.md, third sitting of 2026-11-26),
 // at a steady 1,100 messages/s, one change after the other: lingering bot reply enqueues took the
 // worker's CPU per answered message down by 15% and Redis's by 17%; the ingest's, PostgreSQL's by 1 to
 // 15% more; the events', the api's p99 from 54-102 ms to 24-33 ms and the e2e p99 from 83-180 ms to

@@ -25,7 +25,7 @@ type client struct {
 // newClient returns a client keeping up to conns connections to the api, so that a closed loop of
 // conns workers reuses its connections instead of opening new ones. It is fasthttp's client rather
 // than net/http's because the tool shares the machine with what it measures: per request it costs
-// about half the CPU (README "Performance").
+// about half the CPU (docs/performance.md).
 func newClient(baseURL, key string, conns int) *client {
 	return &client{
 		base: strings.TrimRight(baseURL, "/"),
