@@ -3,8 +3,6 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -361,7 +359,7 @@ func TestRedisDownAnswers503AndTheRetryCompletesTheWork(t *testing.T) {
 	deadRedis := redis.NewClient(&redis.Options{Addr: dead, MaxRetries: -1})
 	deadQueue := jobs.NewQueue(asynq.RedisClientOpt{Addr: dead}, cfg)
 	t.Cleanup(func() { deadRedis.Close(); deadQueue.Close() })
-	down := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: deadRedis, Queue: deadQueue, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	down := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: deadRedis, Queue: deadQueue, Logger: testLogger(t)})
 	dl, _ := net.Listen("tcp", "127.0.0.1:0")
 	go func() { _ = down.Serve(dl) }()
 	t.Cleanup(func() { httpClient.CloseIdleConnections(); _ = down.Shutdown(context.Background()) })

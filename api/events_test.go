@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -514,7 +513,7 @@ func TestEventsWithoutRedis(t *testing.T) {
 	deadRedis := redis.NewClient(&redis.Options{Addr: dead, MaxRetries: -1})
 	deadQueue := jobs.NewQueue(asynq.RedisClientOpt{Addr: dead}, cfg)
 	t.Cleanup(func() { deadRedis.Close(); deadQueue.Close() })
-	down := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: deadRedis, Queue: deadQueue, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	down := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: deadRedis, Queue: deadQueue, Logger: testLogger(t)})
 	dl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -150,5 +151,54 @@ func TestWarningsCarryTheRequestID(t *testing.T) {
 		if lvl, _ := l["level"].(string); (lvl == "WARN" || lvl == "ERROR") && l["request_id"] != "trace-wa-1" {
 			t.Errorf("a %s line without the request's id: %v", lvl, l)
 		}
+	}
+}
+
+// logRecorder is the test's testing.TB with the lines given to its Log kept for the test to read.
+type logRecorder struct {
+	testing.TB
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *logRecorder) Log(args ...any) {
+	r.mu.Lock()
+	r.lines = append(r.lines, fmt.Sprint(args...))
+	r.mu.Unlock()
+	r.TB.Log(args...)
+}
+
+func (r *logRecorder) text() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.lines, "\n")
+}
+
+// TestServerWarningsGoToTheTestLog: a server a test starts writes its warnings and errors to the
+// test's log, which go test prints when the test fails (an unexpected 500 shows its cause), and not
+// its info lines; once the test has ended, nothing more is written to it (a t.Log then panics).
+func TestServerWarningsGoToTheTestLog(t *testing.T) {
+	var rec *logRecorder
+	var log *slog.Logger
+	t.Run("server", func(t *testing.T) {
+		rec = &logRecorder{TB: t}
+		log = testLogger(rec)
+		srv := startServerWith(rec, log)
+		// A batch for a page no account has connected is acknowledged with a warning.
+		r := do(t, "POST", srv.URL+"/v1/channels/messenger/inbound", "", `{"object":"page","entry":[{"id":"page-nobody-connected"}]}`,
+			"X-Hub-Signature-256: sha256=00", "X-Request-Id: trace-testlog-1")
+		expect(t, r, http.StatusOK, "")
+		if got := rec.text(); !strings.Contains(got, `"level":"WARN"`) || !strings.Contains(got, "page-nobody-connected") ||
+			!strings.Contains(got, "trace-testlog-1") {
+			t.Fatalf("the warning is not in the test's log:\n%s", got)
+		}
+		if got := rec.text(); strings.Contains(got, `"msg":"request"`) {
+			t.Fatalf("an info line in the test's log:\n%s", got)
+		}
+	})
+	before := rec.text()
+	log.Error("logged after the test ended")
+	if got := rec.text(); got != before {
+		t.Fatalf("written to the log of a test that has ended:\n%s", got)
 	}
 }

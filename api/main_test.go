@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ type server struct {
 // startServer runs an api server with REQUIRE_HTTPS off unless overridden ("KEY=VALUE" pairs).
 func startServer(t testing.TB, overrides ...string) *server {
 	t.Helper()
-	return startServerWith(t, testLogger(), overrides...)
+	return startServerWith(t, testLogger(t), overrides...)
 }
 
 // startServerWith is startServer writing its logs to log.
@@ -82,12 +83,40 @@ func startServerWith(t testing.TB, log *slog.Logger, overrides ...string) *serve
 	return &server{Server: srv, URL: scheme + "://" + ln.Addr().String(), cfg: cfg}
 }
 
-// testLogger discards logs, or shows warnings and errors with -v.
-func testLogger() *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// testLogger writes the warnings and errors of a server or worker that t starts to t's log, which go
+// test prints when t fails (and with -v): the cause of an unexpected 500 is then in the failure's output.
+// Info lines (one per request and per task) stay out. Each test starts its own servers, so each has its
+// own logger; the context's attributes (request_id, task_id) are added as in production (cmd/api).
+func testLogger(t testing.TB) *slog.Logger {
+	w := &testLogWriter{t: t}
+	t.Cleanup(w.stop)
+	return slog.New(jobs.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// testLogWriter passes each line (a slog handler writes a record in one call) to t.Log until the test
+// ends. Goroutines of the server and the worker (batchers, asynq's processor) can still log after that,
+// and a t.Log after the test has completed panics; stop, under the same lock as the writes, ends them.
+// The cleanup is registered before the server's and the worker's, so it runs after their shutdown and
+// what they log while stopping is kept.
+type testLogWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *testLogWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	}
-	return slog.New(slog.NewJSONHandler(io.Discard, nil))
+	return len(p), nil
+}
+
+func (w *testLogWriter) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
 }
 
 var accountSeq atomic.Int64

@@ -106,7 +106,7 @@ func TestRateLimiterFailsOpen(t *testing.T) {
 	deadRedis := redis.NewClient(&redis.Options{Addr: dead, MaxRetries: -1})
 	deadQueue := jobs.NewQueue(asynq.RedisClientOpt{Addr: dead}, cfg)
 	t.Cleanup(func() { deadRedis.Close(); deadQueue.Close() })
-	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: deadRedis, Queue: deadQueue, Logger: testLogger()})
+	srv := api.New(api.Deps{Config: cfg, Store: env.Store, Redis: deadRedis, Queue: deadQueue, Logger: testLogger(t)})
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { httpClient.CloseIdleConnections(); _ = srv.Shutdown(context.Background()) })

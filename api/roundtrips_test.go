@@ -95,7 +95,7 @@ func TestIncomingFastPathRoundTrips(t *testing.T) {
 	}
 	queue := jobs.NewQueue(countingConnOpt{&rt}, cfg)
 	t.Cleanup(func() { _ = queue.Close() })
-	srv := api.New(api.Deps{Config: cfg, Store: store, Redis: rdb, Queue: queue, Logger: testLogger()})
+	srv := api.New(api.Deps{Config: cfg, Store: store, Redis: rdb, Queue: queue, Logger: testLogger(t)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -81,7 +81,7 @@ var testWorkerEnv = []string{
 // the queues by earlier tests belong to their own accounts and do not disturb this one.
 func startWorker(t testing.TB, overrides ...string) *jobs.Handler {
 	t.Helper()
-	return startWorkerWith(t, testLogger(), overrides...)
+	return startWorkerWith(t, testLogger(t), overrides...)
 }
 
 // startWorkerWith is startWorker writing its logs to log.

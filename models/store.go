@@ -61,7 +61,7 @@ type Store struct {
 // OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker
 // process; poolSize <= 0 keeps the default.
 func OpenPostgres(url string, poolSize int) (*Store, error) {
-	sqldb := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(url)))
+	sqldb := sql.OpenDB(pgConnector{pgdriver.NewConnector(pgdriver.WithDSN(url))})
 	if poolSize > 0 {
 		sqldb.SetMaxOpenConns(poolSize)
 		sqldb.SetMaxIdleConns(poolSize)

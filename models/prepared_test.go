@@ -1,0 +1,96 @@
+package models_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"funnelchat/models"
+)
+
+// TestTimedOutStatementLeavesNoAnswerBehind: a prepared statement that times out (here the ingest of an
+// incoming message, waiting for its sender's contact row, which the test holds) fails its own caller
+// and nothing else. PostgreSQL still runs it once the row is free and sends its answer; left on the
+// pooled connection, that answer would be read by the next query there instead of its own: the next
+// ingest would answer with the previous message's id, and a plain query would fail with "unexpected
+// message" (which the api answers 500).
+func TestTimedOutStatementLeavesNoAnswerBehind(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("prepared statements are PostgreSQL's (SQLite runs bun's plain queries)")
+	}
+	ctx := context.Background()
+	// One connection, so that the queries after the timeout run where it happened.
+	store, err := models.OpenPostgres(env.DatabaseURL, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	acc := newAccount(t).Account
+	msg := func(sid string) []models.IncomingInput {
+		in := models.IncomingInput{ExternalID: sid, FromID: "held-visitor", ToID: "business", Body: "hello"}
+		if err := in.Validate(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+		return []models.IncomingInput{in}
+	}
+	first, err := store.IngestForTest(ctx, acc.ID, msg("held-1"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The test holds the sender's contact row: the next message's insert waits for it (its foreign key).
+	tx, err := env.Store.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT id FROM contacts WHERE id = ? FOR UPDATE", first[0].ContactID); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = store.IngestForTest(short, acc.ID, msg("held-2"), true)
+	cancel()
+	if !models.IsUnavailable(err) {
+		t.Fatalf("ingest while the sender's contact is held: %v, want a timeout (unavailable)", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// Once the row is free the server stores held-2 after all, and its answer goes out on the wire.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		n, err := env.Store.DB().NewSelect().Table("messages").Where("account_id = ? AND external_id = ?", acc.ID, "held-2").Count(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("held-2 was not stored after the contact was released")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	got, err := store.IngestForTest(ctx, acc.ID, msg("held-3"), true)
+	if err != nil {
+		t.Fatalf("the ingest after the timeout: %v", err)
+	}
+	m, err := env.Store.MessageByID(ctx, acc.ID, got[0].MessageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ExternalID == nil || *m.ExternalID != "held-3" || got[0].Duplicate {
+		t.Fatalf("the ingest of held-3 answered message %s (messageSid %v, duplicate %v): the answer of another statement",
+			m.ID, derefString(m.ExternalID), got[0].Duplicate)
+	}
+	if _, err := store.ComplianceSettings(ctx, acc.ID); err != nil {
+		t.Fatalf("a plain query after the timeout: %v", err)
+	}
+}
+
+func derefString(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}
