@@ -217,7 +217,7 @@ func (s *Store) UpdateComplianceSettings(ctx context.Context, accountID string, 
 	if in.SetQuietHours {
 		v := quietHoursOff
 		if in.QuietHours != nil {
-			if err := in.QuietHours.Validate(); err != nil {
+			if err := validateQuietHours(*in.QuietHours); err != nil {
 				return nil, Errorf(CodeValidation, "quietHours: %s", ErrorMessage(err))
 			}
 			v = in.QuietHours.String()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"funnelchat/models/rules"
 	"github.com/uptrace/bun"
 )
 
@@ -222,7 +223,7 @@ func (s *Store) quietRule(ctx context.Context, db bun.IDB, accountID string, con
 		return d, nil
 	}
 	phone, zone := derefOr(contact.Phone, ""), derefOr(contact.TimeZone, "")
-	next, ok := NextAllowed(at, settings.QuietHours, phone, ContactZones(zone, phone, settings.TimeZone))
+	next, ok := rules.NextAllowed(at, settings.QuietHours, phone, rules.ContactZones(zone, phone, settings.TimeZone))
 	if !ok {
 		return refuse(ReasonQuietHours + ": no minute of the next two days is outside the quiet hours in every time zone of the contact")
 	}
