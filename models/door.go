@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"funnelchat/models/rules"
 	"github.com/uptrace/bun"
+
+	"funnelchat/models/rules"
 )
 
 // The outgoing door: every message the service sends to a contact (a campaign's opening or follow-up,
