@@ -12,6 +12,8 @@ import (
 
 	"github.com/uptrace/bun"
 	"golang.org/x/text/language"
+
+	"funnelchat/models/rules"
 )
 
 // Campaign types, statuses and built-in channels.
@@ -25,7 +27,7 @@ const (
 	CampaignPaused = "paused"
 
 	ChannelSMS      = "sms"
-	ChannelWhatsApp = "whatsapp"
+	ChannelWhatsApp = rules.ChannelWhatsApp
 	customPrefix    = "custom:"
 )
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/uptrace/bun"
 )
@@ -217,7 +216,7 @@ func (s *Store) UpdateComplianceSettings(ctx context.Context, accountID string, 
 	if in.SetQuietHours {
 		v := quietHoursOff
 		if in.QuietHours != nil {
-			if err := in.QuietHours.Validate(); err != nil {
+			if err := validateQuietHours(*in.QuietHours); err != nil {
 				return nil, Errorf(CodeValidation, "quietHours: %s", ErrorMessage(err))
 			}
 			v = in.QuietHours.String()
@@ -259,26 +258,4 @@ func snakeCase(field string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// keywordCandidate reports whether an incoming body could be a keyword at all, before the account's
-// settings are read: a built-in keyword, or a single word of at most maxKeywordLetters letters (what
-// an account's own keyword can be). Ordinary messages, longer or with spaces or digits, read nothing.
-func keywordCandidate(body string) bool {
-	n := NormalizeKeyword(body)
-	if ClassifyKeyword(n, nil, nil) != KeywordNone {
-		return true
-	}
-	letters := 0
-	for _, r := range n {
-		switch {
-		case unicode.IsLetter(r):
-			letters++
-		case unicode.In(r, unicode.Mn, unicode.Mc):
-			// a mark belongs to the letter before it
-		default:
-			return false
-		}
-	}
-	return letters >= 1 && letters <= maxKeywordLetters
 }

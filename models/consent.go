@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"funnelchat/models/rules"
 )
 
 // Consent (README, "Compliance"): a contact's state per channel, opted in or opted out, with nothing
@@ -18,15 +20,15 @@ import (
 // (consent_events): no code path updates or deletes one. The state is kept on the contact as well, so
 // that the outgoing door knows it without a query of its own.
 
-// Consent statuses.
+// Consent statuses (rules.ConsentOptedIn, rules.ConsentOptedOut).
 const (
-	ConsentOptedIn  = "opted_in"
-	ConsentOptedOut = "opted_out"
+	ConsentOptedIn  = rules.ConsentOptedIn
+	ConsentOptedOut = rules.ConsentOptedOut
 )
 
 // ConsentAllChannels is the channel of consent given or withdrawn for every channel at once (a form's
 // consent, or a PUT without a channel). A channel's own state, recorded later, overrides it.
-const ConsentAllChannels = "*"
+const ConsentAllChannels = rules.ConsentAllChannels
 
 // Sources of consent changes that the service makes itself; any other source is the caller's.
 const (
@@ -39,7 +41,7 @@ const (
 
 // ReasonOptedOut is the door's reason for a message to a contact who opted out on its channel, and the
 // error code of a send the API refuses for it (409).
-const ReasonOptedOut = "OPTED_OUT"
+const ReasonOptedOut = rules.ReasonOptedOut
 
 // CodeOptedOut is the error of a team reply or a send to an opted-out contact: 409, nothing stored.
 const CodeOptedOut = ReasonOptedOut
@@ -55,23 +57,16 @@ const (
 )
 
 // ConsentState is a contact's consent on one channel: its status, when and by what it was given or
-// withdrawn.
-type ConsentState struct {
-	Status string    `json:"status"`
-	At     time.Time `json:"at"`
-	Source string    `json:"source"`
-}
+// withdrawn (rules.ConsentState).
+type ConsentState = rules.ConsentState
 
 // ConsentMap is a contact's consent by channel (ConsentAllChannels for all of them), stored as JSON.
+// It is rules.ConsentMap with the methods that store it; one converts to the other.
 type ConsentMap map[string]ConsentState
 
 // For returns the state that holds on channel: its own, else the all-channels state.
 func (m ConsentMap) For(channel string) (ConsentState, bool) {
-	if st, ok := m[channel]; ok {
-		return st, true
-	}
-	st, ok := m[ConsentAllChannels]
-	return st, ok
+	return rules.ConsentMap(m).For(channel)
 }
 
 // OptedOut reports whether the contact opted out on channel.
@@ -208,11 +203,13 @@ type consentChange struct {
 // contact's state, and on an opt-out stops what the campaigns still owe the contact on that channel
 // (suppressSends). It returns whether anything was recorded.
 //
-// The state is the latest change by its time (at), not by when it was recorded: evidence dated
-// before the state it would replace (a form signed last year, entered after today's STOP) goes into
-// the ledger and changes no state, so back-dated consent never undoes a newer opt-out.
+// What the change does to the state is rules.NextConsent: the state is the latest change by its time
+// (at), not by when it was recorded, so back-dated evidence goes into the ledger and changes no state.
 func applyConsent(ctx context.Context, tx bun.IDB, c *Contact, change consentChange) (bool, error) {
-	if cur, ok := c.Consent.For(change.Channel); ok && cur.Status == change.Status && !change.Always {
+	next, record, apply := rules.NextConsent(rules.ConsentMap(c.Consent), rules.ConsentChange{
+		Channel: change.Channel, Status: change.Status, Source: change.Source, At: change.At, Always: change.Always,
+	})
+	if !record {
 		return false, nil
 	}
 	e := &ConsentEvent{
@@ -223,24 +220,14 @@ func applyConsent(ctx context.Context, tx bun.IDB, c *Contact, change consentCha
 	if _, err := tx.NewInsert().Model(e).Exec(ctx); err != nil {
 		return false, fmt.Errorf("record consent: %w", err)
 	}
-	next := ConsentMap{}
-	for ch, st := range c.Consent {
-		// Consent for every channel replaces each channel's own: withdrawing everywhere must leave no
-		// channel opted in, and giving it everywhere must leave none opted out. A state newer than the
-		// change stays.
-		if change.Channel != ConsentAllChannels || st.At.After(change.At) {
-			next[ch] = st
-		}
-	}
-	if cur, ok := c.Consent.For(change.Channel); ok && cur.At.After(change.At) {
+	if !apply {
 		return true, nil // older than the state in force: evidence for the ledger only
 	}
-	next[change.Channel] = ConsentState{Status: change.Status, At: change.At, Source: change.Source}
-	if _, err := tx.NewUpdate().Model((*Contact)(nil)).Set("consent = ?", next).Set("updated_at = ?", now()).
+	if _, err := tx.NewUpdate().Model((*Contact)(nil)).Set("consent = ?", ConsentMap(next)).Set("updated_at = ?", now()).
 		Where("id = ?", c.ID).Exec(ctx); err != nil {
 		return false, fmt.Errorf("record consent: %w", err)
 	}
-	c.Consent = next
+	c.Consent = ConsentMap(next)
 	if change.Status == ConsentOptedOut {
 		if err := suppressSends(ctx, tx, c.ID, change.Channel); err != nil {
 			return false, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/uptrace/bun"
+
+	"funnelchat/models/rules"
 )
 
 // KeywordOutcome is what HandleKeyword (or OptOutByBot) did with an incoming message.
@@ -30,7 +32,7 @@ type KeywordOutcome struct {
 // message: a second call (a retried request, or the worker after a process died between the message's
 // storing and this) finds the message claimed and returns its reply, if it is still to be delivered.
 func (s *Store) HandleKeyword(ctx context.Context, m *Message) (*KeywordOutcome, error) {
-	if m.Direction != DirectionIncoming || m.MessageType != MessageTypeText || !keywordCandidate(m.Body) {
+	if m.Direction != DirectionIncoming || m.MessageType != MessageTypeText || !rules.KeywordCandidate(m.Body) {
 		return nil, nil
 	}
 	settings, err := s.ComplianceSettings(ctx, m.AccountID)

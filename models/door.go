@@ -5,10 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"funnelchat/models/rules"
 )
 
 // The outgoing door: every message the service sends to a contact (a campaign's opening or follow-up,
@@ -16,43 +17,25 @@ import (
 // it is written and again at each delivery attempt (DecideAttempt, handover.go), so that a rule about who may be written to,
 // when and on which channel is kept in one place (README, "Outgoing messages").
 
-// Purposes of an outgoing message: what it is decides which rules apply to it.
+// Purposes of an outgoing message: what it is decides which rules apply to it (rules.PurposeCampaign
+// and the others).
 const (
-	// PurposeCampaign is a campaign's opening or follow-up: business-initiated.
-	PurposeCampaign = "campaign"
-	// PurposeBotReply is the bot's answer to a message the contact just sent.
-	PurposeBotReply = "bot_reply"
-	// PurposeTeamReply is a reply typed by a team member, in the inbox or through the API.
-	PurposeTeamReply = "team_reply"
-	// PurposeAPISend is a message an integration sends with POST /v1/send_custom_channel_message.
-	PurposeAPISend = "api_send"
-	// PurposeCompliance is the service's own answer to a consent keyword (an opt-out or opt-in
-	// confirmation, the help text): it goes even to a contact who just opted out, as the one
-	// confirmation the rules allow.
-	PurposeCompliance = "compliance"
+	PurposeCampaign   = rules.PurposeCampaign
+	PurposeBotReply   = rules.PurposeBotReply
+	PurposeTeamReply  = rules.PurposeTeamReply
+	PurposeAPISend    = rules.PurposeAPISend
+	PurposeCompliance = rules.PurposeCompliance
 )
 
-// Verdict is the door's answer: send now, send later, or do not send.
-type Verdict int
+// Verdict is the door's answer: send now, send later, or do not send (rules.Verdict).
+type Verdict = rules.Verdict
 
 // The door's verdicts.
 const (
-	SendNow Verdict = iota
-	// SendLater: the message may go at Decision.NotBefore, not before.
-	SendLater
-	// DoNotSend: the message must not go; Decision.Reason says why.
-	DoNotSend
+	SendNow   = rules.SendNow
+	SendLater = rules.SendLater
+	DoNotSend = rules.DoNotSend
 )
-
-func (v Verdict) String() string {
-	switch v {
-	case SendNow:
-		return "send now"
-	case SendLater:
-		return "send later"
-	}
-	return "do not send"
-}
 
 // Route is where a message goes: the channel recorded on it, the transport that carries it, and the
 // contact's address on that transport.
@@ -82,35 +65,12 @@ type Outgoing struct {
 	At time.Time
 }
 
-// Decision is the door's answer for one outgoing message.
-type Decision struct {
-	Verdict Verdict
-	// NotBefore is when a SendLater message may go.
-	NotBefore time.Time
-	// Reason is why a message may not go, as "CODE: explanation" (ReasonOptedOut,
-	// ReasonNoChannelIdentity, ReasonOutsideWindow): stored as a failed message's error or a campaign
-	// send's detail.
-	Reason string
-	// HumanAgent: on Messenger and Instagram the message must carry the HUMAN_AGENT tag (a team
-	// member's reply from 24 hours to 7 days after the contact last wrote there).
-	HumanAgent bool
-	// Template: on WhatsApp, outside the 24-hour window, the campaign's approved template goes instead
-	// of the text.
-	Template bool
-}
-
-// Allowed reports whether the message may go now.
-func (d Decision) Allowed() bool { return d.Verdict == SendNow }
-
-// Code is the reason's code ("OPTED_OUT" of "OPTED_OUT: ..."), "" for a message that may go.
-func (d Decision) Code() string {
-	code, _, _ := strings.Cut(d.Reason, ":")
-	return code
-}
+// Decision is the door's answer for one outgoing message (rules.Decision).
+type Decision = rules.Decision
 
 // refusal is the error of a message a caller asked for and the door refused: 409 OPTED_OUT for a
 // contact who opted out on the channel, else 409 CONFLICT with the reason. Nothing is stored.
-func (d Decision) refusal() error {
+func refusal(d Decision) error {
 	if d.Code() == ReasonOptedOut {
 		return Errorf(CodeOptedOut, "%s", d.Reason)
 	}
@@ -118,7 +78,7 @@ func (d Decision) refusal() error {
 }
 
 func refuse(reason string) (Decision, error) {
-	return Decision{Verdict: DoNotSend, Reason: reason}, nil
+	return rules.Refuse(reason), nil
 }
 
 // Decide applies every rule an outgoing message must obey and answers send now, send later (with
@@ -180,20 +140,14 @@ func (s *Store) decide(ctx context.Context, db bun.IDB, out Outgoing) (Decision,
 }
 
 // ConsentRule is the door's first rule, for a contact as read (its Consent): nothing but a keyword's
-// own answer (PurposeCompliance) goes to a contact who opted out on channel. refused says that it
-// refuses, with the decision to give. Decide applies it, when a message is written and again at each
-// delivery attempt (DecideAttempt), with the contact as it reads then.
+// own answer (PurposeCompliance) goes to a contact who opted out on channel (rules.ConsentRule). refused
+// says that it refuses, with the decision to give. Decide applies it, when a message is written and
+// again at each delivery attempt (DecideAttempt), with the contact as it reads then.
 func ConsentRule(purpose string, contact *Contact, channel string) (d Decision, refused bool) {
-	if purpose == PurposeCompliance || contact == nil {
+	if contact == nil {
 		return Decision{}, false
 	}
-	st, ok := contact.Consent.For(channel)
-	if !ok || st.Status != ConsentOptedOut {
-		return Decision{}, false
-	}
-	d, _ = refuse(fmt.Sprintf("%s: the contact opted out on %s on %s (%s)", ReasonOptedOut, channel,
-		st.At.UTC().Format("2006-01-02 15:04 MST"), st.Source))
-	return d, true
+	return rules.ConsentRule(purpose, rules.ConsentMap(contact.Consent), channel)
 }
 
 // doorContact reads what the door needs of a contact: its consent, phone and time zone.
@@ -211,28 +165,22 @@ func doorContact(ctx context.Context, db bun.IDB, contactID string) (*Contact, e
 
 // quietRule is Decide's last rule, for business-initiated messages: inside the contact's quiet hours
 // (the account's, or the operator's default; README, "Compliance"), allowed d becomes SendLater at
-// the first minute allowed in every zone of the contact (NextAllowed). The contact's zones are its own
+// the first minute allowed in every zone of the contact (rules.QuietRule). The contact's zones are its own
 // time zone, else the ones its phone number implies, else the account's.
 func (s *Store) quietRule(ctx context.Context, db bun.IDB, accountID string, contact *Contact, at time.Time, d Decision) (Decision, error) {
 	settings, err := s.complianceSettings(ctx, db, accountID)
 	if err != nil {
 		return Decision{}, fmt.Errorf("door: %w", err)
 	}
-	if settings.QuietHours == nil {
-		return d, nil
-	}
-	phone, zone := derefOr(contact.Phone, ""), derefOr(contact.TimeZone, "")
-	next, ok := NextAllowed(at, settings.QuietHours, phone, ContactZones(zone, phone, settings.TimeZone))
-	if !ok {
-		return refuse(ReasonQuietHours + ": no minute of the next two days is outside the quiet hours in every time zone of the contact")
-	}
-	if next.After(at) {
-		d.Verdict, d.NotBefore = SendLater, next
-	}
-	return d, nil
+	return rules.QuietRule(d, rules.QuietFacts{
+		Quiet: settings.QuietHours, Phone: derefOr(contact.Phone, ""), TimeZone: derefOr(contact.TimeZone, ""),
+		AccountZone: settings.TimeZone, At: at,
+	}), nil
 }
 
-// windowRule is Decide for the channels with a messaging window (WhatsApp and Meta's two).
+// windowRule is Decide for the channels with a messaging window (WhatsApp and Meta's two): a contact
+// with no address there is refused before anything is read; else the rule is rules.WindowRule, given
+// when the contact last wrote on the channel.
 func windowRule(ctx context.Context, db bun.IDB, out Outgoing, at time.Time) (Decision, error) {
 	ch := out.Channel
 	if out.ToID == "" && !IsMetaChannel(ch) {
@@ -245,33 +193,10 @@ func windowRule(ctx context.Context, db bun.IDB, out Outgoing, at time.Time) (De
 	if err != nil {
 		return Decision{}, err
 	}
-	age := at.Sub(last)
-	if !last.IsZero() && age <= StandardWindow {
-		return Decision{Verdict: SendNow}, nil
-	}
-	since := "has never written on " + ch
-	if !last.IsZero() {
-		since = "last wrote on " + ch + " more than 24 hours ago"
-	}
-	if ch == ChannelWhatsApp {
-		if out.Purpose == PurposeCampaign && out.Campaign != nil && out.Campaign.WhatsAppTemplate != nil {
-			return Decision{Verdict: SendNow, Template: true}, nil
-		}
-		if out.Purpose == PurposeCampaign {
-			return refuse(ReasonOutsideWindow + ": the contact " + since + ", and the campaign has no whatsappTemplate to open the conversation with")
-		}
-		return refuse(ReasonOutsideWindow + ": the contact " + since + "; WhatsApp then accepts only a campaign's approved template")
-	}
-	if last.IsZero() {
-		return refuse(ReasonOutsideWindow + ": the contact " + since)
-	}
-	if age <= HumanAgentWindow {
-		if out.Purpose == PurposeTeamReply {
-			return Decision{Verdict: SendNow, HumanAgent: true}, nil
-		}
-		return refuse(ReasonOutsideWindow + ": the contact " + since + "; only a team member's reply may go out, for 7 days")
-	}
-	return refuse(ReasonOutsideWindow + ": the contact last wrote on " + ch + " more than 7 days ago")
+	return rules.WindowRule(rules.WindowFacts{
+		Channel: ch, Purpose: out.Purpose, LastWrote: last, At: at,
+		HasTemplate: out.Campaign != nil && out.Campaign.WhatsAppTemplate != nil,
+	}), nil
 }
 
 // lastWrote is when the contact last wrote on channel: the message a reply answers when it was on

@@ -3,117 +3,32 @@ package models
 import (
 	"slices"
 	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
+	"funnelchat/models/rules"
 )
+
+// Consent keywords: their shape, normalization and classification are rules (package rules); what
+// is here gives a refused word its VALIDATION_ERROR and names the field it came from.
 
 // KeywordKind is what an inbound message asks for when the whole message is a consent keyword.
-type KeywordKind int
+type KeywordKind = rules.KeywordKind
 
+// The kinds of keyword (rules.KeywordKind).
 const (
-	KeywordNone   KeywordKind = iota // not a keyword: an ordinary message
-	KeywordOptOut                    // the contact revokes consent to messages
-	KeywordOptIn                     // the contact gives consent again
-	KeywordHelp                      // the contact asks who is writing and how to opt out
+	KeywordNone   = rules.KeywordNone   // not a keyword: an ordinary message
+	KeywordOptOut = rules.KeywordOptOut // the contact revokes consent to messages
+	KeywordOptIn  = rules.KeywordOptIn  // the contact gives consent again
+	KeywordHelp   = rules.KeywordHelp   // the contact asks who is writing and how to opt out
 )
 
-func (k KeywordKind) String() string {
-	switch k {
-	case KeywordNone:
-		return "none"
-	case KeywordOptOut:
-		return "opt-out"
-	case KeywordOptIn:
-		return "opt-in"
-	case KeywordHelp:
-		return "help"
-	}
-	return "KeywordKind(" + strconv.Itoa(int(k)) + ")"
-}
+// NormalizeKeyword is the form of a message body that keywords are compared in
+// (rules.NormalizeKeyword).
+func NormalizeKeyword(body string) string { return rules.NormalizeKeyword(body) }
 
-// The built-in keywords, in the form NormalizeKeyword returns. The opt-out words are the CTIA ones
-// plus every word the FCC lists as a reasonable way to revoke consent by text (47 CFR 64.1200:
-// stop, quit, end, revoke, opt out, cancel, unsubscribe), so no account can turn them off.
-var (
-	builtinOptOutKeywords = []string{"stop", "stopall", "unsubscribe", "cancel", "end", "quit", "revoke", "optout", "opt out", "opt-out"}
-	builtinOptInKeywords  = []string{"start", "unstop", "subscribe"}
-	builtinHelpKeywords   = []string{"help", "info"}
-)
-
-// maxKeywordLetters is the longest an account's own keyword may be, in letters.
-const maxKeywordLetters = 20
-
-// NormalizeKeyword is the form of a message body that keywords are compared in: NFKC-normalized (so
-// full-width "ＳＴＯＰ" is "stop"), lower case, without the whitespace, punctuation and symbols (emoji
-// included) around it, without invisible format characters, with every dash as "-" and with every run
-// of whitespace as one space. Punctuation inside is kept: "Opt-Out!" is "opt-out", " opt   out. " is
-// "opt out" and "stop 🙏" is "stop".
-func NormalizeKeyword(body string) string {
-	// Greek's final sigma folds to σ, as Unicode case folding does: "ΤΕΛΟΣ" and "τελος" are one word.
-	s := strings.ReplaceAll(strings.ToLower(norm.NFKC.String(body)), "ς", "σ")
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case unicode.Is(unicode.Cf, r):
-			// Zero-width spaces and joiners, soft hyphens and direction marks are invisible, and
-			// phones and copy-paste add them; dropping them keeps "stop\u200b" a keyword.
-			return -1
-		case unicode.Is(unicode.Pd, r):
-			// Autocorrect turns "opt-out" into "opt‐out" (U+2010) or "opt–out" (U+2013).
-			return '-'
-		}
-		return r
-	}, s)
-	s = strings.TrimFunc(s, isKeywordEdge)
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// isKeywordEdge reports whether r is trimmed from the ends of a keyword: whitespace, punctuation,
-// symbols (emoji are symbols), control characters, and the marks that only decorate a symbol (the
-// emoji variation selector U+FE0F and the enclosing keycap U+20E3). Other marks are kept: they can be
-// part of the last letter of a word.
-func isKeywordEdge(r rune) bool {
-	return unicode.IsSpace(r) || unicode.IsPunct(r) || unicode.IsSymbol(r) || unicode.IsControl(r) ||
-		unicode.Is(unicode.Variation_Selector, r) || unicode.Is(unicode.Me, r)
-}
-
-// ClassifyKeyword reports which consent keyword body is. The whole message must be the keyword once
-// normalized (NormalizeKeyword): "STOP!" and "Opt Out" opt out, "please stop" and "stop it" are
-// ordinary messages (the bot may still read them as a request: they are not keywords). optOutExtra
-// and optInExtra are the account's own words, added to the built-in ones and compared in the same
-// form.
-//
-// Opt-out is checked first, then opt-in, then help: a word an account lists as both opt-out and
-// opt-in opts out, and so does an account's opt-in word that is a built-in opt-out word, because
-// wrongly keeping a contact who asked to stop is the worse mistake. An account's opt-in word beats
-// a built-in help word in the same way.
+// ClassifyKeyword reports which consent keyword body is, with the account's own words optOutExtra and
+// optInExtra besides the built-in ones (rules.ClassifyKeyword).
 func ClassifyKeyword(body string, optOutExtra, optInExtra []string) KeywordKind {
-	word := NormalizeKeyword(body)
-	if word == "" {
-		return KeywordNone
-	}
-	switch {
-	case slices.Contains(builtinOptOutKeywords, word) || containsKeyword(optOutExtra, word):
-		return KeywordOptOut
-	case slices.Contains(builtinOptInKeywords, word) || containsKeyword(optInExtra, word):
-		return KeywordOptIn
-	case slices.Contains(builtinHelpKeywords, word):
-		return KeywordHelp
-	}
-	return KeywordNone
-}
-
-// containsKeyword reports whether one of words is word once normalized. word is normalized and not
-// empty, so an extra that normalizes to "" never matches.
-func containsKeyword(words []string, word string) bool {
-	for _, w := range words {
-		if NormalizeKeyword(w) == word {
-			return true
-		}
-	}
-	return false
+	return rules.ClassifyKeyword(body, optOutExtra, optInExtra)
 }
 
 // ValidKeyword checks an account's own keyword: 1-20 letters of any script, without digits, spaces
@@ -127,25 +42,8 @@ func ValidKeyword(word string) error {
 
 // checkKeyword is ValidKeyword with name, the field and index the word came from, opening the message.
 func checkKeyword(name, word string) error {
-	if !utf8.ValidString(word) {
-		return Errorf(CodeValidation, "%s %q must be 1-%d letters; it is not valid UTF-8", name, word, maxKeywordLetters)
-	}
-	letters := 0
-	for _, r := range norm.NFKC.String(word) {
-		switch {
-		case unicode.IsLetter(r):
-			letters++
-		case letters > 0 && (unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r)) && !unicode.Is(unicode.Variation_Selector, r):
-			// A mark that belongs to the letter before it.
-		default:
-			return Errorf(CodeValidation, "%s %q must be 1-%d letters; %q is not a letter", name, word, maxKeywordLetters, r)
-		}
-	}
-	switch {
-	case letters == 0:
-		return Errorf(CodeValidation, "%s %q must be 1-%d letters; it is empty", name, word, maxKeywordLetters)
-	case letters > maxKeywordLetters:
-		return Errorf(CodeValidation, "%s %q must be 1-%d letters; it has %d", name, word, maxKeywordLetters, letters)
+	if problem := rules.KeywordProblem(word); problem != "" {
+		return Errorf(CodeValidation, "%s %q must be 1-%d letters; %s", name, word, rules.MaxKeywordLetters, problem)
 	}
 	return nil
 }
@@ -161,7 +59,7 @@ func NormalizeKeywordList(field string, words []string) ([]string, error) {
 		if err := checkKeyword(field+"["+strconv.Itoa(i)+"]", w); err != nil {
 			return nil, err
 		}
-		if w = strings.ToLower(norm.NFKC.String(w)); !slices.Contains(out, w) {
+		if w = rules.KeywordForm(w); !slices.Contains(out, w) {
 			out = append(out, w)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"funnelchat/models/rules"
 )
 
 // Messenger and Instagram reach contacts through Meta's Messenger Platform: one page (or Instagram
@@ -15,25 +17,25 @@ import (
 
 // The two Meta channels, as a campaign's channel, a message's channel and its transport.
 const (
-	ChannelMessenger = "messenger"
-	ChannelInstagram = "instagram"
+	ChannelMessenger = rules.ChannelMessenger
+	ChannelInstagram = rules.ChannelInstagram
 )
 
 // Meta's messaging windows: anything may be sent within StandardWindow of the contact's last message
 // on the channel; after that, until HumanAgentWindow, only a reply typed by a team member, sent with
-// the HUMAN_AGENT tag; after that, nothing.
+// the HUMAN_AGENT tag; after that, nothing (rules.WindowRule).
 const (
-	StandardWindow   = 24 * time.Hour
-	HumanAgentWindow = 7 * 24 * time.Hour
+	StandardWindow   = rules.StandardWindow
+	HumanAgentWindow = rules.HumanAgentWindow
 )
 
 // Codes of the reasons a Meta message or campaign send cannot go out, stored as the message's error
 // or the send's detail ("NO_CHANNEL_IDENTITY: ...").
 const (
-	ReasonNoChannelIdentity = "NO_CHANNEL_IDENTITY"
-	ReasonOutsideWindow     = "OUTSIDE_MESSAGING_WINDOW"
+	ReasonNoChannelIdentity = rules.ReasonNoChannelIdentity
+	ReasonOutsideWindow     = rules.ReasonOutsideWindow
 	// ReasonQuietHours: the contact's zones leave no minute outside the quiet hours.
-	ReasonQuietHours = "QUIET_HOURS"
+	ReasonQuietHours = rules.ReasonQuietHours
 )
 
 // IsMetaChannel reports whether channel is Messenger or Instagram.

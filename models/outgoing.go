@@ -68,7 +68,7 @@ func (s *Store) SendCustom(ctx context.Context, accountID string, in CustomSendI
 			return err
 		}
 		if !d.Allowed() {
-			return d.refusal()
+			return refusal(d)
 		}
 		if err := updateContactFields(ctx, tx, contact, in.FirstName, in.LastName, in.Email); err != nil {
 			return err
@@ -148,7 +148,7 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, authorID, 
 		return nil, Errorf(CodeValidation, "%s", plan.Problem)
 	}
 	if plan.Decision.Code() == ReasonOptedOut {
-		return nil, plan.Decision.refusal()
+		return nil, refusal(plan.Decision)
 	}
 	r := plan.Route
 	m := &Message{
