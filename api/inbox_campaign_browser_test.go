@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // The campaign page and the Goal reached button, in a real browser: a campaign whose every number is
@@ -275,7 +276,7 @@ func buildCampaignFixture(t *testing.T) *campaignFixture {
 // report is the campaign's report as the store computes it.
 func (f *campaignFixture) report(t *testing.T) *report.CampaignReport {
 	t.Helper()
-	r, err := env.Store.CampaignReport(t.Context(), f.acc.ID, f.campaign.ID)
+	r, err := report.New(env.Store).CampaignReport(t.Context(), f.acc.ID, f.campaign.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

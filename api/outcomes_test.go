@@ -14,6 +14,7 @@ import (
 
 	"funnelchat/jobs"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // Funnel outcomes (README, "Campaign reports"): opening variants, goals and the campaign report,
