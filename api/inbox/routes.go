@@ -31,8 +31,9 @@ type Deps struct {
 }
 
 // Handler serves the inbox: the account team's web app (README, "The inbox"). Its store is for reads
-// and for the writes only the inbox makes (sessions, users, passwords); a write the JSON API makes too
-// goes through app, so that both obey one rule.
+// and for the writes only the inbox makes (sessions, users, passwords), its reports for the reads that
+// make up its pages (models/report); a write the JSON API makes too goes through app, so that both obey
+// one rule.
 type Handler struct {
 	cfg   *config.Config
 	app   *app.App
