@@ -10,13 +10,15 @@ import (
 	"funnelchat/api/app"
 	"funnelchat/api/web"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // consent serves the consent ledger, its export and the compliance settings (README, "Compliance").
 type consent struct {
-	store *models.Store
-	app   *app.App
-	log   *slog.Logger
+	store   *models.Store
+	reports *report.Reader
+	app     *app.App
+	log     *slog.Logger
 }
 
 // consentRequest is consent evidence as the API takes it: the "consent" object of POST /v1/contacts
@@ -69,7 +71,7 @@ func (s *consent) putConsent(c *fiber.Ctx) error {
 }
 
 // exportConsent: GET /v1/consent/export?from=&to= streams the account's consent events whose time is
-// in [from, to) as CSV (models.ConsentExportHeader), oldest first. from and to are RFC 3339 times or
+// in [from, to) as CSV (report.ConsentExportHeader), oldest first. from and to are RFC 3339 times or
 // dates (YYYY-MM-DD, midnight UTC); both are optional. The rows are read in batches and written as
 // they come, so memory stays flat for any number of events. A failure after the first byte cannot
 // change the status any more: the body then ends early, which the missing rows show, and it is logged.
@@ -86,9 +88,9 @@ func (s *consent) exportConsent(c *fiber.Ctx) error {
 		return models.Errorf(models.CodeValidation, "from must be before to")
 	}
 	accountID := accountOf(c).ID
-	return web.StreamCSV(c, s.log.With("account_id", accountID), "consent export", "consent.csv", models.ConsentExportHeader,
+	return web.StreamCSV(c, s.log.With("account_id", accountID), "consent export", "consent.csv", report.ConsentExportHeader,
 		func(ctx context.Context, write func([]string) error) error {
-			return s.store.ExportConsent(ctx, accountID, from, to, func(r *models.ConsentExportRow) error { return write(r.Record()) })
+			return s.reports.ExportConsent(ctx, accountID, from, to, func(r *report.ConsentExportRow) error { return write(r.Record()) })
 		})
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // listConversations: GET /v1/conversations[?unread=&needsHuman=&failed=&q=] -> {"data":[{contact,
@@ -18,7 +19,7 @@ func (s *Server) listConversations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	list, next, err := s.store.Conversations(c.UserContext(), accountOf(c).ID, models.ReaderAPI, f, page)
+	list, next, err := s.reports.Conversations(c.UserContext(), accountOf(c).ID, models.ReaderAPI, f, page)
 	if err != nil {
 		return err
 	}
@@ -26,8 +27,8 @@ func (s *Server) listConversations(c *fiber.Ctx) error {
 }
 
 // conversationFilter reads the list's filters from the query (the inbox's too).
-func conversationFilter(c *fiber.Ctx) (models.ConversationFilter, error) {
-	var f models.ConversationFilter
+func conversationFilter(c *fiber.Ctx) (report.ConversationFilter, error) {
+	var f report.ConversationFilter
 	var err error
 	if f.Unread, err = boolQuery(c, "unread"); err != nil {
 		return f, err

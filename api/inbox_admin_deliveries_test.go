@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // The Deliveries page in a real browser, over a real worker and a webhook receiver that fails:
@@ -31,7 +32,7 @@ func adminFailed(t *testing.T, accountID string) []models.Message {
 	var out []models.Message
 	page := models.Page{Limit: models.MaxPageLimit}
 	for {
-		msgs, next, err := env.Store.FailedDeliveries(t.Context(), accountID, page)
+		msgs, next, err := report.New(env.Store).FailedDeliveries(t.Context(), accountID, page)
 		if err != nil {
 			t.Fatal(err)
 		}

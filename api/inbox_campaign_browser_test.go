@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // The campaign page and the Goal reached button, in a real browser: a campaign whose every number is
@@ -273,9 +274,9 @@ func buildCampaignFixture(t *testing.T) *campaignFixture {
 }
 
 // report is the campaign's report as the store computes it.
-func (f *campaignFixture) report(t *testing.T) *models.CampaignReport {
+func (f *campaignFixture) report(t *testing.T) *report.CampaignReport {
 	t.Helper()
-	r, err := env.Store.CampaignReport(t.Context(), f.acc.ID, f.campaign.ID)
+	r, err := report.New(env.Store).CampaignReport(t.Context(), f.acc.ID, f.campaign.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +376,7 @@ func TestInboxBrowserCampaignPage(t *testing.T) {
 	if r.Added != fxAdded || r.Opened != fxOpened || r.Replied != fxReplied || r.GoalReached != fxGoal || r.Queued != fxQueued ||
 		r.Pending != fxPending || r.Failed != fxFailed || r.Suppressed != fxSuppressed || r.Deferred != fxDeferred ||
 		r.Skipped != fxSkipped || r.HandedOff != fxHandedOff || r.OptedOut != fxOptedOut ||
-		r.BestVariant == nil || *r.BestVariant != (models.BestVariant{Index: 0, Metric: "goalRate"}) || len(r.Days) < 5 {
+		r.BestVariant == nil || *r.BestVariant != (report.BestVariant{Index: 0, Metric: "goalRate"}) || len(r.Days) < 5 {
 		t.Fatalf("the fixture's report is not the plan's: %+v (best %v)", r, r.BestVariant)
 	}
 
@@ -596,7 +597,7 @@ func TestInboxBrowserCampaignPage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(records[0], models.CampaignReportCSVHeader) {
+		if !slices.Equal(records[0], report.CampaignReportCSVHeader) {
 			t.Fatalf("the CSV's header is %q", records[0])
 		}
 		rows := records[1:]

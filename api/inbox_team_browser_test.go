@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // The team's side of the inbox in a real browser: the counts of what waits (navigation and title, kept
@@ -343,7 +344,7 @@ func TestInboxTeamCounts(t *testing.T) {
 		acc.say(t, srv, "count-3", "ana-count", "", "", "And do you have it in green?")
 		b.waitFor(liveWait, "Ana's second message", `document.querySelectorAll('.msg.incoming').length === 2`)
 		waitFor(t, liveWait, "the message read", func() bool {
-			n, err := env.Store.Counts(t.Context(), acc.ID, f.owner)
+			n, err := report.New(env.Store).Counts(t.Context(), acc.ID, f.owner)
 			return err == nil && n.Unread == 1
 		})
 		b.waitCounts("still one unread after the message was read", "1", "1", "(1) Ana Souza · Inbox")
@@ -416,7 +417,7 @@ func TestInboxTeamAssignment(t *testing.T) {
 	})
 
 	t.Run("the views keep the other filters", func(t *testing.T) {
-		if _, err := env.Store.ConversationFor(t.Context(), f.acc.ID, nobody, "", 1); err != nil {
+		if _, err := report.New(env.Store).ConversationFor(t.Context(), f.acc.ID, nobody, "", 1); err != nil {
 			t.Fatal(err)
 		}
 		if err := env.Store.MarkRead(t.Context(), f.acc.ID, f.owner, theirs); err != nil {
@@ -1034,7 +1035,7 @@ func TestInboxTeamKeyboard(t *testing.T) {
 		ids = append(ids, f.ingest(t, c.from, c.first, "Keys", c.body).ContactID)
 	}
 	tom := ids[2]
-	tomMsg, err := env.Store.ConversationFor(t.Context(), f.acc.ID, tom, "", 10)
+	tomMsg, err := report.New(env.Store).ConversationFor(t.Context(), f.acc.ID, tom, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}

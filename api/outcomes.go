@@ -8,6 +8,7 @@ import (
 
 	"funnelchat/api/web"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // Funnel outcomes (README, "Campaign reports"): goals reached, and each campaign's report.
@@ -38,7 +39,7 @@ func (s *Server) reachGoal(c *fiber.Ctx) error {
 }
 
 // campaignReport: GET /v1/campaigns/{id}/report -> the campaign's funnel; ?format=csv -> one row per
-// added contact (models.CampaignReportCSVHeader), streamed.
+// added contact (report.CampaignReportCSVHeader), streamed.
 func (s *Server) campaignReport(c *fiber.Ctx) error {
 	ctx, accountID, id := c.UserContext(), accountOf(c).ID, c.Params("id")
 	format := c.Query("format")
@@ -47,18 +48,18 @@ func (s *Server) campaignReport(c *fiber.Ctx) error {
 	}
 	switch format {
 	case "json":
-		report, err := s.store.CampaignReport(ctx, accountID, id)
+		r, err := s.reports.CampaignReport(ctx, accountID, id)
 		if err != nil {
 			return err
 		}
-		return c.JSON(report)
+		return c.JSON(r)
 	case "csv":
 		if _, err := s.store.CampaignByID(ctx, accountID, id); err != nil {
 			return err // before the first byte, so that it is a 404
 		}
 		return web.StreamCSV(c, s.log.With("account_id", accountID, "campaign_id", id), "campaign report", "campaign-"+id+".csv",
-			models.CampaignReportCSVHeader, func(ctx context.Context, write func([]string) error) error {
-				return s.store.CampaignReportCSV(ctx, accountID, id, write)
+			report.CampaignReportCSVHeader, func(ctx context.Context, write func([]string) error) error {
+				return s.reports.CampaignReportCSV(ctx, accountID, id, write)
 			})
 	}
 	return models.Errorf(models.CodeValidation, "format must be json or csv")

@@ -14,6 +14,7 @@ import (
 
 	"funnelchat/jobs"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // Funnel outcomes (README, "Campaign reports"): opening variants, goals and the campaign report,
@@ -733,7 +734,7 @@ func TestCampaignReport(t *testing.T) {
 		}
 		r = do(t, "GET", srv.URL+"/v1/campaigns/"+empty+"/report?format=csv", key, nil)
 		expect(t, r, http.StatusOK, "")
-		if rows := readCSV(t, r.Body); len(rows) != 1 || strings.Join(rows[0], ",") != strings.Join(models.CampaignReportCSVHeader, ",") {
+		if rows := readCSV(t, r.Body); len(rows) != 1 || strings.Join(rows[0], ",") != strings.Join(report.CampaignReportCSVHeader, ",") {
 			t.Fatalf("CSV of a campaign without sends: %q", rows)
 		}
 	})

@@ -22,6 +22,7 @@ import (
 	"funnelchat/config"
 	"funnelchat/jobs"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // requestTimeout is the deadline every request's context carries down to the database and Redis.
@@ -42,9 +43,11 @@ type Deps struct {
 type Server struct {
 	cfg   *config.Config
 	store *models.Store
-	redis redis.UniversalClient
-	queue *jobs.Queue
-	log   *slog.Logger
+	// reports runs the reads behind the pages and exports (models/report).
+	reports *report.Reader
+	redis   redis.UniversalClient
+	queue   *jobs.Queue
+	log     *slog.Logger
 
 	asynqRedis asynq.RedisConnOpt
 	monitor    *asynqmon.HTTPHandler
@@ -77,7 +80,7 @@ type credits struct {
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
-	s := &Server{cfg: d.Config, store: d.Store, redis: d.Redis, queue: d.Queue, log: d.Logger, asynqRedis: d.AsynqRedis}
+	s := &Server{cfg: d.Config, store: d.Store, reports: report.New(d.Store), redis: d.Redis, queue: d.Queue, log: d.Logger, asynqRedis: d.AsynqRedis}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -139,13 +142,13 @@ func (s *Server) routes() {
 	s.fiber.Get("/readyz", s.readyz)
 	s.fiber.Get("/metrics", s.metricsHandler())
 	s.mountMonitoring()
-	inbox.New(inbox.Deps{Config: s.cfg, App: s.app, Redis: s.redis, Hub: s.hub, Logger: s.log}).
+	inbox.New(inbox.Deps{Config: s.cfg, App: s.app, Reports: s.reports, Redis: s.redis, Hub: s.hub, Logger: s.log}).
 		Mount(s.fiber.Group("/inbox", s.https.Require))
 
 	v1 := s.fiber.Group("/v1", s.https.Require)
 	ch := &channels{cfg: s.cfg, store: s.store, app: s.app, https: s.https, log: s.log}
 	cr := &credits{store: s.store, app: s.app, redis: s.redis, log: s.log}
-	cs := &consent{store: s.store, app: s.app, log: s.log}
+	cs := &consent{store: s.store, reports: s.reports, app: s.app, log: s.log}
 	v1.Get("/openapi.json", s.openAPI)
 	// Authentication is attached per route rather than with Use, so that an unknown path is a 404 and
 	// a wrong method a 405 before any key is asked for (README, "API at a glance").

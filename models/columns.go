@@ -31,3 +31,6 @@ func (s *Store) columnsOf(model any, alias string) string {
 	}
 	return b.String()
 }
+
+// ColumnsOf is columnsOf for the read models outside this package (models/report).
+func (s *Store) ColumnsOf(model any, alias string) string { return s.columnsOf(model, alias) }

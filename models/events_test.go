@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // recorder is an EventPublisher that keeps what it is given, per account.
@@ -676,7 +677,7 @@ func TestEventsCampaignMessages(t *testing.T) {
 	noEvents(t, rec, id, "a second WriteFollowUp of one step")
 
 	// The campaign's conversation is listed with the follow-up as its latest message.
-	convs := list(t, id, models.ReaderAPI, models.ConversationFilter{})
+	convs := list(t, id, models.ReaderAPI, report.ConversationFilter{})
 	if len(convs) != 1 || convs[0].Contact.ID != contact.ID || convs[0].LastMessage.ID != followUp.ID || convs[0].Unread {
 		t.Errorf("conversations %+v: want the lead's, read, ending with the follow-up", convs)
 	}

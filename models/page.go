@@ -22,3 +22,9 @@ func cutPage[T any](rows []T, page Page, key func(i int) string) ([]T, string) {
 	}
 	return rows[:page.Limit], key(page.Limit - 1)
 }
+
+// CutPage is cutPage for the read models outside this package (models/report), so that every listing
+// ends its pages the same way.
+func CutPage[T any](rows []T, page Page, key func(i int) string) ([]T, string) {
+	return cutPage(rows, page, key)
+}

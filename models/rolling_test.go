@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // TestOneMigrationBehind: during a rolling deploy an api or worker one migration behind runs against
@@ -129,7 +130,7 @@ func TestOneMigrationBehind(t *testing.T) {
 
 	t.Run("consent is exported", func(t *testing.T) {
 		var got []string
-		err := s.ExportConsent(ctx, accID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), func(r *models.ConsentExportRow) error {
+		err := report.New(s).ExportConsent(ctx, accID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), func(r *report.ConsentExportRow) error {
 			got = append(got, r.ContactID)
 			return nil
 		})
@@ -142,7 +143,7 @@ func TestOneMigrationBehind(t *testing.T) {
 	})
 
 	t.Run("conversations are listed", func(t *testing.T) {
-		convs, _, err := s.Conversations(ctx, accID, models.ReaderAPI, models.ConversationFilter{}, models.Page{Limit: 50})
+		convs, _, err := report.New(s).Conversations(ctx, accID, models.ReaderAPI, report.ConversationFilter{}, models.Page{Limit: 50})
 		if err != nil {
 			t.Fatalf("Conversations: %v", err)
 		}

@@ -109,6 +109,11 @@ func (s *Store) readSnapshot(ctx context.Context, fn func(ctx context.Context, d
 	return s.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
 }
 
+// ReadSnapshot is readSnapshot for the read models outside this package (models/report).
+func (s *Store) ReadSnapshot(ctx context.Context, fn func(ctx context.Context, db bun.IDB) error) error {
+	return s.readSnapshot(ctx, fn)
+}
+
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 

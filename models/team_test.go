@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // TestHandoffsAreAssignedInTurn: hand-offs of unassigned conversations go to the available users in
@@ -170,50 +171,6 @@ func csAccountOwner(t testing.TB, accountID string) string {
 		t.Fatalf("team: %v", err)
 	}
 	return members[0].ID
-}
-
-func TestConversationsFilterByAssignee(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	accID := csAccount(t, "Assignee filter").Account.ID
-	me := csAccountOwner(t, accID)
-	a := csIncoming(t, env.Store, accID, csFrom("fa"), "web", "hi").ContactID
-	b := csIncoming(t, env.Store, accID, csFrom("fb"), "web", "hi").ContactID
-	if _, err := env.Store.Assign(ctx, accID, a, &me); err != nil {
-		t.Fatal(err)
-	}
-	list := func(f models.ConversationFilter) []string {
-		convs, _, err := env.Store.Conversations(ctx, accID, models.ReaderAPI, f, models.Page{Limit: 50})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, c := range convs {
-			ids = append(ids, c.Contact.ID)
-			if c.Contact.ID == a && (c.Assignee == nil || c.Assignee.UserID != me) {
-				t.Errorf("conversation %s carries assignee %+v", a, c.Assignee)
-			}
-			if c.Contact.ID == b && c.Assignee != nil {
-				t.Errorf("conversation %s carries assignee %+v", b, c.Assignee)
-			}
-		}
-		return ids
-	}
-	yes := true
-	for _, tc := range []struct {
-		f    models.ConversationFilter
-		want string
-	}{
-		{models.ConversationFilter{}, b + "," + a},
-		{models.ConversationFilter{Assignee: me}, a},
-		{models.ConversationFilter{Assignee: models.AssigneeNone}, b},
-		{models.ConversationFilter{Assignee: models.AssigneeNone, Unread: &yes}, b},
-		{models.ConversationFilter{Assignee: "usr_nobody"}, ""},
-	} {
-		if got := strings.Join(list(tc.f), ","); got != tc.want {
-			t.Errorf("filter %+v: %s, want %s", tc.f, got, tc.want)
-		}
-	}
 }
 
 func TestNotesAndCannedReplies(t *testing.T) {
@@ -507,6 +464,14 @@ func TestTeamRepliesRecordTheirAuthor(t *testing.T) {
 	}
 }
 
+// rpSet runs a fixture update (times the store takes from the clock) and fails the test on error.
+func rpSet(t testing.TB, query string, args ...any) {
+	t.Helper()
+	if _, err := env.Store.DB().NewRaw(query, args...).Exec(context.Background()); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
 // TestRetryAllFailedMovesEachOnce: "Retry all failed" pressed by two users at once queues each failed
 // message once; the list shows failed messages newest first; the counts follow reads and alerts.
 func TestRetryAllFailedMovesEachOnce(t *testing.T) {
@@ -524,11 +489,11 @@ func TestRetryAllFailedMovesEachOnce(t *testing.T) {
 		rpSet(t, "UPDATE messages SET status = 'failed', error = 'webhook answered 500' WHERE id = ?", m.ID)
 		ids = append(ids, m.ID)
 	}
-	page, next, err := env.Store.FailedDeliveries(ctx, accID, models.Page{Limit: 20})
+	page, next, err := report.New(env.Store).FailedDeliveries(ctx, accID, models.Page{Limit: 20})
 	if err != nil || len(page) != 20 || next == "" || page[0].ID != ids[29] {
 		t.Fatalf("first page: %d, next %q, %v", len(page), next, err)
 	}
-	rest, next, err := env.Store.FailedDeliveries(ctx, accID, models.Page{Limit: 20, Cursor: next})
+	rest, next, err := report.New(env.Store).FailedDeliveries(ctx, accID, models.Page{Limit: 20, Cursor: next})
 	if err != nil || len(rest) != 10 || next != "" || rest[9].ID != ids[0] {
 		t.Fatalf("second page: %d, next %q, %v", len(rest), next, err)
 	}
@@ -559,7 +524,7 @@ func TestRetryAllFailedMovesEachOnce(t *testing.T) {
 		t.Fatalf("a third press moved %d: %v", len(again), err)
 	}
 
-	counts, err := env.Store.Counts(ctx, accID, acc.Account.OwnerUserID)
+	counts, err := report.New(env.Store).Counts(ctx, accID, acc.Account.OwnerUserID)
 	if err != nil || counts.Unread != 1 || counts.OpenAlerts != 0 {
 		t.Fatalf("counts %+v, %v, want 1 unread and no alerts", counts, err)
 	}
@@ -569,7 +534,7 @@ func TestRetryAllFailedMovesEachOnce(t *testing.T) {
 	if err := env.Store.MarkRead(ctx, accID, acc.Account.OwnerUserID, in.ContactID); err != nil {
 		t.Fatal(err)
 	}
-	counts, err = env.Store.Counts(ctx, accID, acc.Account.OwnerUserID)
+	counts, err = report.New(env.Store).Counts(ctx, accID, acc.Account.OwnerUserID)
 	if err != nil || counts.Unread != 0 || counts.OpenAlerts != 1 {
 		t.Fatalf("counts %+v, %v, want none unread and one alert", counts, err)
 	}

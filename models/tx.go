@@ -56,6 +56,12 @@ func (s *Store) inTx(ctx context.Context, fn func(context.Context, bun.Tx) error
 	}
 }
 
+// InTx is inTx for the read models outside this package (models/report): a read that sets up its
+// transaction (SET LOCAL) runs it again on a conflict as every transaction here does.
+func (s *Store) InTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+	return s.inTx(ctx, fn)
+}
+
 // isConflict reports whether PostgreSQL aborted a transaction to break a deadlock (40P01) or for a
 // serialization failure (40001): the same transaction run again may succeed.
 func isConflict(err error) bool {

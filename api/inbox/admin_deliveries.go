@@ -69,7 +69,7 @@ func (h *Handler) deliveriesPage(c *fiber.Ctx) error {
 		return h.inboxNotFound(c)
 	}
 	page.Limit = deliveriesPageSize
-	msgs, next, err := h.store.FailedDeliveries(c.UserContext(), sess.AccountID, page)
+	msgs, next, err := h.reports.FailedDeliveries(c.UserContext(), sess.AccountID, page)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.inboxNotFound(c)

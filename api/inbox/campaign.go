@@ -13,11 +13,12 @@ import (
 
 	"funnelchat/api/web"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // The campaign page (README, "Goals and campaign reports"): the campaign's funnel drawn on the
 // server, its opening variants side by side, its days, its sends one by one, and the report's CSV. The
-// numbers are models.CampaignReport's; this file only lays them out. Everything is HTML and inline
+// numbers are report.CampaignReport's; this file only lays them out. Everything is HTML and inline
 // SVG, so the page is complete without the script, and the bars' widths are SVG attributes rather
 // than inline styles, which the inbox's Content-Security-Policy (inbox.go) refuses.
 
@@ -71,7 +72,7 @@ type figure struct {
 
 // variantCard is an opening variant as the page shows it.
 type variantCard struct {
-	models.VariantReport
+	report.VariantReport
 	Name                 string
 	ReplyRate, GoalRate  string
 	Best                 bool
@@ -82,7 +83,7 @@ type variantCard struct {
 // dayRow is a day of the report, its date in words: Day ("Thu, Nov 19") and Year ("2026"), which a
 // phone leaves out.
 type dayRow struct {
-	models.DayReport
+	report.DayReport
 	Day, Year string
 }
 
@@ -106,7 +107,7 @@ type sendFilter struct {
 // campaignView is the campaign page's data.
 type campaignView struct {
 	*models.Campaign
-	Report   *models.CampaignReport
+	Report   *report.CampaignReport
 	ListName string
 	Path     string
 	Funnel   []funnelBar
@@ -143,7 +144,7 @@ func (h *Handler) campaignPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.campaignMissing(c, err)
 	}
-	report, err := h.store.CampaignReport(ctx, sess.AccountID, campaign.ID)
+	rep, err := h.reports.CampaignReport(ctx, sess.AccountID, campaign.ID)
 	if err != nil {
 		return h.campaignMissing(c, err)
 	}
@@ -151,18 +152,18 @@ func (h *Handler) campaignPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.campaignMissing(c, err)
 	}
-	v := campaignView{Campaign: campaign, Report: report, Path: campaignPath(campaign.ID),
+	v := campaignView{Campaign: campaign, Report: rep, Path: campaignPath(campaign.ID),
 		Filter: status, Paged: page.Cursor != ""}
 	if campaign.ListID != nil {
 		if l, err := h.store.ListByID(ctx, sess.AccountID, *campaign.ListID); err == nil {
 			v.ListName = l.Name
 		}
 	}
-	v.Funnel = funnelBars(report)
-	v.Figures = funnelFigures(report)
-	v.Variants, v.BestNote = variantCards(report)
-	v.BestSet = report.BestVariant != nil
-	v.Days = dayRows(report.Days)
+	v.Funnel = funnelBars(rep)
+	v.Figures = funnelFigures(rep)
+	v.Variants, v.BestNote = variantCards(rep)
+	v.BestSet = rep.BestVariant != nil
+	v.Days = dayRows(rep.Days)
 	v.Filters = v.filters()
 	if v.Sends, err = h.sendRows(ctx, sess.AccountID, sends); err != nil {
 		return h.inboxFailure(c, err)
@@ -195,14 +196,14 @@ func (h *Handler) campaignReportCSV(c *fiber.Ctx) error {
 		return h.campaignMissing(c, err) // before the first byte, so that it is the 404 page
 	}
 	return web.StreamCSV(c, h.log.With("account_id", accountID, "campaign_id", id), "campaign report", "campaign-"+id+".csv",
-		models.CampaignReportCSVHeader, func(ctx context.Context, write func([]string) error) error {
-			return h.store.CampaignReportCSV(ctx, accountID, id, write)
+		report.CampaignReportCSVHeader, func(ctx context.Context, write func([]string) error) error {
+			return h.reports.CampaignReportCSV(ctx, accountID, id, write)
 		})
 }
 
 // funnelBars are the chart's bars: added, opened, replied, goal reached, each as long as its share of
 // the added contacts. Replied and goal reached are rated over the opened, as the report rates them.
-func funnelBars(r *models.CampaignReport) []funnelBar {
+func funnelBars(r *report.CampaignReport) []funnelBar {
 	width := func(n int) string {
 		if r.Added == 0 {
 			return "0%"
@@ -223,7 +224,7 @@ func funnelBars(r *models.CampaignReport) []funnelBar {
 
 // funnelFigures are the smaller numbers beside the chart: where the other sends stand, what followed
 // the openings, and the median times.
-func funnelFigures(r *models.CampaignReport) []figure {
+func funnelFigures(r *report.CampaignReport) []figure {
 	title := func(status string) string {
 		for _, f := range sendFilters {
 			if f.Status == status {
@@ -249,7 +250,7 @@ func funnelFigures(r *models.CampaignReport) []figure {
 // variantCards lays out the opening variants, the Best one marked, and the line that explains the
 // mark (models.bestVariant's rule: a one-sided two-proportion z-test at 95% against every other
 // variant, on goal rate once any contact reached the goal, else on reply rate).
-func variantCards(r *models.CampaignReport) ([]variantCard, string) {
+func variantCards(r *report.CampaignReport) ([]variantCard, string) {
 	cards := make([]variantCard, len(r.Variants))
 	for i, v := range r.Variants {
 		cards[i] = variantCard{VariantReport: v, Name: variantName(v.Index), ReplyRate: percent(v.ReplyRate), GoalRate: percent(v.GoalRate),
@@ -277,7 +278,7 @@ func variantName(index int) string {
 
 // dayRows puts the report's dates in words (they are the account's local days, not instants, so they
 // are not <time> elements that the script would move to the reader's zone).
-func dayRows(days []models.DayReport) []dayRow {
+func dayRows(days []report.DayReport) []dayRow {
 	rows := make([]dayRow, len(days))
 	for i, d := range days {
 		rows[i] = dayRow{DayReport: d, Day: d.Date}

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // Consent on the conversation page (README, "Compliance"): the contact's state per channel with the
@@ -110,7 +111,7 @@ func optedOutRow(rows []consentRow, channel string) *consentRow {
 
 // knownChannels are the channels the record form offers besides all channels: the reply's, those of
 // the messages shown and those of the consent ledger, in order of name.
-func knownChannels(conv *models.ConversationView, cc *models.ContactConsent) []string {
+func knownChannels(conv *report.ConversationView, cc *models.ContactConsent) []string {
 	var out []string
 	add := func(ch string) {
 		if ch != "" && ch != models.ConsentAllChannels && !slices.Contains(out, ch) {

@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // The inbox is the account team's web app, served by the api under /inbox/ (README, "The inbox"). Pages
@@ -115,7 +116,7 @@ type inboxView struct {
 	FlashFor string
 	// Counts is what waits for the user (unread conversations, open alerts), shown in the navigation
 	// and the title; nil when they could not be read (the page shows none rather than failing).
-	Counts *models.InboxCounts
+	Counts *report.InboxCounts
 	Data   any
 }
 

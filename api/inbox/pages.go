@@ -11,6 +11,7 @@ import (
 
 	"funnelchat/api/web"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // conversationMessages is how many messages the conversation page shows at once (older ones page).
@@ -113,7 +114,7 @@ type problemView struct {
 
 // listView is the conversation list page's data.
 type listView struct {
-	Items                     []models.Conversation
+	Items                     []report.Conversation
 	Next                      string
 	Unread, NeedsHuman, Fails bool
 	Q                         string
@@ -157,7 +158,7 @@ func (h *Handler) conversationsPage(c *fiber.Ctx) error {
 	page.Limit = 30
 	v := listView{Q: strings.TrimSpace(c.Query("q")), Unread: c.Query("unread") == "true",
 		NeedsHuman: c.Query("needsHuman") == "true", Fails: c.Query("failed") == "true"}
-	f := models.ConversationFilter{Query: v.Q}
+	f := report.ConversationFilter{Query: v.Q}
 	yes := true
 	if v.Unread {
 		f.Unread = &yes
@@ -171,7 +172,7 @@ func (h *Handler) conversationsPage(c *fiber.Ctx) error {
 	v.Filtered = v.Unread || v.NeedsHuman || v.Fails || v.Q != ""
 	sess := sessionOf(c)
 	v.Assignee, f.Assignee = assigneeView(c.Query("assignee"), sess.UserID)
-	v.Items, v.Next, err = h.store.Conversations(c.UserContext(), sess.AccountID, sess.UserID, f, page)
+	v.Items, v.Next, err = h.reports.Conversations(c.UserContext(), sess.AccountID, sess.UserID, f, page)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.render(c, fiber.StatusBadRequest, "problem", h.view(c, "Search", "conversations",
@@ -184,7 +185,7 @@ func (h *Handler) conversationsPage(c *fiber.Ctx) error {
 
 // conversationView is the conversation page's data.
 type conversationView struct {
-	*models.ConversationView
+	*report.ConversationView
 	Name    string
 	BotOn   bool
 	Path    string
@@ -212,7 +213,7 @@ func (h *Handler) conversationPage(c *fiber.Ctx) error {
 	if len(before) > 64 {
 		return h.inboxNotFound(c)
 	}
-	conv, err := h.store.ConversationFor(c.UserContext(), sess.AccountID, c.Params("id"), before, conversationMessages)
+	conv, err := h.reports.ConversationFor(c.UserContext(), sess.AccountID, c.Params("id"), before, conversationMessages)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeNotFound {
 			return h.inboxNotFound(c)

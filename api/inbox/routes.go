@@ -14,35 +14,45 @@ import (
 	"funnelchat/api/web"
 	"funnelchat/config"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // Deps are the inbox's dependencies, owned by the caller (the api's Server, which mounts it).
 type Deps struct {
 	Config *config.Config
 	// App runs the use cases the inbox shares with the JSON API; its store is the inbox's.
-	App   *app.App
-	Redis redis.UniversalClient
+	App *app.App
+	// Reports runs the reads behind the pages (models/report); nil: a reader over App's store.
+	Reports *report.Reader
+	Redis   redis.UniversalClient
 	// Hub streams the accounts' live events to the pages.
 	Hub    *web.Hub
 	Logger *slog.Logger
 }
 
 // Handler serves the inbox: the account team's web app (README, "The inbox"). Its store is for reads
-// and for the writes only the inbox makes (sessions, users, passwords); a write the JSON API makes too
-// goes through app, so that both obey one rule.
+// and for the writes only the inbox makes (sessions, users, passwords), its reports for the reads that
+// make up its pages (models/report); a write the JSON API makes too goes through app, so that both obey
+// one rule.
 type Handler struct {
 	cfg   *config.Config
 	app   *app.App
 	store *models.Store
-	redis redis.UniversalClient
-	hub   *web.Hub
-	https web.HTTPS
-	log   *slog.Logger
+	// reports runs the reads behind the pages: the conversation list, the campaign report, the
+	// deliveries and the counts.
+	reports *report.Reader
+	redis   redis.UniversalClient
+	hub     *web.Hub
+	https   web.HTTPS
+	log     *slog.Logger
 }
 
 // New returns the inbox over d.
 func New(d Deps) *Handler {
-	h := &Handler{cfg: d.Config, app: d.App, store: d.App.Store(), redis: d.Redis, hub: d.Hub, https: web.HTTPSOf(d.Config), log: d.Logger}
+	h := &Handler{cfg: d.Config, app: d.App, store: d.App.Store(), reports: d.Reports, redis: d.Redis, hub: d.Hub, https: web.HTTPSOf(d.Config), log: d.Logger}
+	if h.reports == nil {
+		h.reports = report.New(h.store)
+	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // The team's side of the inbox (README, "The inbox"): what waits for each user (unread conversations
@@ -17,12 +18,12 @@ import (
 
 // countsOf reads what waits for the signed-in user; nil when it cannot be read, so that a page still
 // shows (without its counts) while the database has a hiccup.
-func (h *Handler) countsOf(c *fiber.Ctx) *models.InboxCounts {
+func (h *Handler) countsOf(c *fiber.Ctx) *report.InboxCounts {
 	sess := sessionOf(c)
 	if sess == nil {
 		return nil
 	}
-	n, err := h.store.Counts(c.UserContext(), sess.AccountID, sess.UserID)
+	n, err := h.reports.Counts(c.UserContext(), sess.AccountID, sess.UserID)
 	if err != nil {
 		h.log.WarnContext(c.UserContext(), "inbox counts", "error", err.Error())
 		return nil
@@ -34,7 +35,7 @@ func (h *Handler) countsOf(c *fiber.Ctx) *models.InboxCounts {
 // fetches when an event may have changed them (and after the user read a conversation).
 func (h *Handler) counts(c *fiber.Ctx) error {
 	sess := sessionOf(c)
-	n, err := h.store.Counts(c.UserContext(), sess.AccountID, sess.UserID)
+	n, err := h.reports.Counts(c.UserContext(), sess.AccountID, sess.UserID)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if err != nil {
 		status := fiber.StatusInternalServerError
@@ -51,17 +52,17 @@ func (h *Handler) counts(c *fiber.Ctx) error {
 // Views of the conversation list by assignee (?assignee=).
 const (
 	viewMine       = "me"
-	viewUnassigned = models.AssigneeNone
+	viewUnassigned = report.AssigneeNone
 )
 
 // assigneeView maps the list's ?assignee= to the view it names ("me", "none", or "" for all) and the
-// store's filter (the user's id, models.AssigneeNone or "").
+// store's filter (the user's id, report.AssigneeNone or "").
 func assigneeView(q, userID string) (view, filter string) {
 	switch q {
 	case viewMine:
 		return viewMine, userID
 	case viewUnassigned:
-		return viewUnassigned, models.AssigneeNone
+		return viewUnassigned, report.AssigneeNone
 	}
 	return "", ""
 }

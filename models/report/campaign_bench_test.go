@@ -1,4 +1,4 @@
-package models_test
+package report_test
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // largeCampaign is a campaign with 100,000 added contacts and the report it must give, counted in Go
 // as the rows were made.
 type largeCampaign struct {
 	accountID, campaignID string
-	want                  models.CampaignReport
+	want                  report.CampaignReport
 }
 
 var (
@@ -149,7 +150,7 @@ func isEmptyInsert(rows any) bool {
 func BenchmarkCampaignReport100k(b *testing.B) {
 	lc := seedLargeCampaign(b)
 	ctx := context.Background()
-	got, err := env.Store.CampaignReport(ctx, lc.accountID, lc.campaignID)
+	got, err := reader.CampaignReport(ctx, lc.accountID, lc.campaignID)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func BenchmarkCampaignReport100k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := env.Store.CampaignReport(ctx, lc.accountID, lc.campaignID); err != nil {
+		if _, err := reader.CampaignReport(ctx, lc.accountID, lc.campaignID); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -175,7 +176,7 @@ func BenchmarkCampaignReportCSV100k(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		n := 0
-		err := env.Store.CampaignReportCSV(ctx, lc.accountID, lc.campaignID, func([]string) error { n++; return nil })
+		err := reader.CampaignReportCSV(ctx, lc.accountID, lc.campaignID, func([]string) error { n++; return nil })
 		if err != nil || n != largeAdded {
 			b.Fatalf("%d rows, %v", n, err)
 		}

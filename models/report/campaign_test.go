@@ -1,4 +1,4 @@
-package models_test
+package report_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // funnel is a small campaign whose every number is known: eleven contacts added, each brought to a
@@ -18,14 +19,6 @@ type funnel struct {
 	campaign *models.Campaign
 	contacts []*models.Contact // c0..c10
 	t0       time.Time
-}
-
-// rpSet runs a fixture update (times the store takes from the clock) and fails the test on error.
-func rpSet(t testing.TB, query string, args ...any) {
-	t.Helper()
-	if _, err := env.Store.DB().NewRaw(query, args...).Exec(context.Background()); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
 }
 
 // buildFunnel: the account's days are New York's; t0 is 19:30 there on June 10 (23:30 UTC), so that
@@ -55,7 +48,7 @@ func buildFunnel(t *testing.T) *funnel {
 	variants := []string{"Hi {{firstName}}, want a call?", "{{firstName}}, shall we talk?"}
 	f.campaign, err = env.Store.CreateCampaign(ctx, accID, models.CampaignInput{
 		Name: &name, Channel: &ch, Status: &status, OpeningMessages: &variants, ListID: &listID,
-		FollowUpsEnabled: csPtr(true), FollowUpDelaysHours: &[]float64{24},
+		FollowUpsEnabled: ptr(true), FollowUpDelaysHours: &[]float64{24},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -176,20 +169,20 @@ func (f *funnel) fromID(t testing.TB, i int) string {
 func TestCampaignReportCountsAKnownFunnel(t *testing.T) {
 	t.Parallel()
 	f := buildFunnel(t)
-	got, err := env.Store.CampaignReport(context.Background(), f.acc.Account.ID, f.campaign.ID)
+	got, err := reader.CampaignReport(context.Background(), f.acc.Account.ID, f.campaign.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	median := func(v float64) *float64 { return &v }
-	want := &models.CampaignReport{
+	want := &report.CampaignReport{
 		Added: 11, Queued: 1, Pending: 1, Opened: 5, Failed: 1, Suppressed: 1, Deferred: 1, Skipped: 1,
 		Replied: 3, HandedOff: 1, GoalReached: 2, OptedOut: 1, ReplyRate: 0.6, GoalRate: 0.4,
 		MedianMinutesToReply: median(20), MedianMinutesToGoal: median(90),
-		Variants: []models.VariantReport{
+		Variants: []report.VariantReport{
 			{Index: 0, Text: "Hi {{firstName}}, want a call?", Added: 6, Opened: 2, Replied: 2, GoalReached: 1, ReplyRate: 1, GoalRate: 0.5},
 			{Index: 1, Text: "{{firstName}}, shall we talk?", Added: 5, Opened: 3, Replied: 1, GoalReached: 1, ReplyRate: 0.3333, GoalRate: 0.3333},
 		},
-		Days: []models.DayReport{
+		Days: []report.DayReport{
 			{Date: "2026-06-10", Opened: 2, Replied: 2, GoalReached: 1},
 			{Date: "2026-06-11", Opened: 3, Replied: 1, GoalReached: 1},
 		},
@@ -206,7 +199,7 @@ func TestCampaignReportCSVListsEveryAddedContact(t *testing.T) {
 	t.Parallel()
 	f := buildFunnel(t)
 	var rows [][]string
-	err := env.Store.CampaignReportCSV(context.Background(), f.acc.Account.ID, f.campaign.ID, func(r []string) error {
+	err := reader.CampaignReportCSV(context.Background(), f.acc.Account.ID, f.campaign.ID, func(r []string) error {
 		rows = append(rows, r)
 		return nil
 	})

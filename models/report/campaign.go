@@ -1,4 +1,4 @@
-package models
+package report
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"funnelchat/models"
 )
 
 // CampaignReport is a campaign's funnel (GET /v1/campaigns/{id}/report; README "Campaign reports").
@@ -115,12 +117,12 @@ WHERE s.campaign_id = ?`
 
 // CampaignReport computes a campaign's report in one query. Errors: NOT_FOUND (another account's
 // campaign too).
-func (s *Store) CampaignReport(ctx context.Context, accountID, campaignID string) (*CampaignReport, error) {
-	c, err := s.CampaignByID(ctx, accountID, campaignID)
+func (r *Reader) CampaignReport(ctx context.Context, accountID, campaignID string) (*CampaignReport, error) {
+	c, err := r.store.CampaignByID(ctx, accountID, campaignID)
 	if err != nil {
 		return nil, err
 	}
-	settings, err := s.ComplianceSettings(ctx, accountID)
+	settings, err := r.store.ComplianceSettings(ctx, accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +135,11 @@ func (s *Store) CampaignReport(ctx context.Context, accountID, campaignID string
 	median := func(kind, later string) string {
 		return `SELECT '` + kind + `', 0, CAST(v AS DOUBLE PRECISION), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 FROM (
 			SELECT v, row_number() OVER (ORDER BY v) AS rn, count(*) OVER () AS n FROM (
-				SELECT ` + s.sqlMinutes(later, "sent_at") + ` AS v FROM per WHERE ` + opened + ` AND ` + later + ` IS NOT NULL) AS d) AS r
+				SELECT ` + r.sqlMinutes(later, "sent_at") + ` AS v FROM per WHERE ` + opened + ` AND ` + later + ` IS NOT NULL) AS d) AS r
 			WHERE rn IN ((n + 1) / 2, (n + 2) / 2)`
 	}
 	day := func(kind, at string) string {
-		return `SELECT '` + kind + `', ` + s.sqlBucket(at) + `, CAST(NULL AS DOUBLE PRECISION), count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+		return `SELECT '` + kind + `', ` + r.sqlBucket(at) + `, CAST(NULL AS DOUBLE PRECISION), count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 			FROM per WHERE ` + opened + ` AND ` + at + ` IS NOT NULL GROUP BY 2`
 	}
 	query := `WITH per AS MATERIALIZED (` + perContactSQL + `)
@@ -159,8 +161,8 @@ func (s *Store) CampaignReport(ctx context.Context, accountID, campaignID string
 	var rows []reportRow
 	// One statement, so one snapshot: the report adds up even while sends move on. PostgreSQL's JIT
 	// would compile this query for longer than it runs (0.65 s of 1.2 s over 100,000 contacts).
-	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if !s.IsSQLite() {
+	err = r.store.InTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if !r.isSQLite() {
 			if _, err := tx.ExecContext(ctx, "SET LOCAL jit = off"); err != nil {
 				return err
 			}
@@ -174,7 +176,7 @@ func (s *Store) CampaignReport(ctx context.Context, accountID, campaignID string
 }
 
 // buildReport folds the query's rows into the report.
-func buildReport(c *Campaign, rows []reportRow, loc *time.Location) *CampaignReport {
+func buildReport(c *models.Campaign, rows []reportRow, loc *time.Location) *CampaignReport {
 	r := &CampaignReport{Variants: []VariantReport{}, Days: []DayReport{}, TimeZone: loc.String()}
 	variants := map[int]*VariantReport{}
 	for i, text := range c.OpeningMessages {
@@ -340,16 +342,16 @@ func significantlyAbove(x1, n1, x2, n2 int) bool {
 }
 
 // sqlMinutes is the SQL for the minutes from earlier to later, two timestamp columns.
-func (s *Store) sqlMinutes(later, earlier string) string {
-	if s.IsSQLite() {
+func (r *Reader) sqlMinutes(later, earlier string) string {
+	if r.isSQLite() {
 		return "((julianday(" + later + ") - julianday(" + earlier + ")) * 1440.0)"
 	}
 	return "(EXTRACT(EPOCH FROM (" + later + " - " + earlier + ")) / 60.0)"
 }
 
 // sqlBucket is the SQL for the reportBucket-wide UTC slice a timestamp column falls in.
-func (s *Store) sqlBucket(col string) string {
-	if s.IsSQLite() {
+func (r *Reader) sqlBucket(col string) string {
+	if r.isSQLite() {
 		return fmt.Sprintf("(CAST(strftime('%%s', %s) AS INTEGER) / %d)", col, reportBucket)
 	}
 	return fmt.Sprintf("CAST(floor(EXTRACT(EPOCH FROM %s) / %d) AS BIGINT)", col, reportBucket)
@@ -379,8 +381,8 @@ type reportContact struct {
 // every contact that reached it.
 func (r *reportContact) record() []string {
 	status := r.Status
-	if status == SendHeld {
-		status = SendQueued
+	if status == models.SendHeld {
+		status = models.SendQueued
 	}
 	stamp := func(t *time.Time) string {
 		if t == nil {
@@ -389,12 +391,12 @@ func (r *reportContact) record() []string {
 		return t.UTC().Format(time.RFC3339)
 	}
 	afterOpening := func(t *time.Time) string {
-		if status != SendSent {
+		if status != models.SendSent {
 			return ""
 		}
 		return stamp(t)
 	}
-	return []string{r.ContactID, r.FirstName, derefOr(r.Phone, ""), strconv.Itoa(r.Variant), status, afterOpening(r.SentAt),
+	return []string{r.ContactID, r.FirstName, orEmpty(r.Phone), strconv.Itoa(r.Variant), status, afterOpening(r.SentAt),
 		afterOpening(r.FirstReplyAt), afterOpening(r.HandedOffAt), stamp(r.GoalAt), afterOpening(r.OptedOutAt)}
 }
 
@@ -404,15 +406,15 @@ const reportCSVBatch = 1000
 // CampaignReportCSV calls write with each added contact's row (CampaignReportCSVHeader), in the order
 // they were added, reading them in batches so that memory stays flat for any number. It stops at
 // write's first error. Errors: NOT_FOUND.
-func (s *Store) CampaignReportCSV(ctx context.Context, accountID, campaignID string, write func([]string) error) error {
-	c, err := s.CampaignByID(ctx, accountID, campaignID)
+func (r *Reader) CampaignReportCSV(ctx context.Context, accountID, campaignID string, write func([]string) error) error {
+	c, err := r.store.CampaignByID(ctx, accountID, campaignID)
 	if err != nil {
 		return err
 	}
 	after := ""
 	for {
 		var rows []reportContact
-		err := s.db.NewRaw(`WITH per AS (`+perContactSQL+` AND s.id > ? ORDER BY s.id LIMIT ?)
+		err := r.db.NewRaw(`WITH per AS (`+perContactSQL+` AND s.id > ? ORDER BY s.id LIMIT ?)
 			SELECT per.*, c.first_name, c.phone FROM per JOIN contacts AS c ON c.id = per.contact_id ORDER BY per.id`,
 			c.ChannelLabel(), c.ID, after, reportCSVBatch).Scan(ctx, &rows)
 		if err != nil {

@@ -1,0 +1,34 @@
+// Package report holds the read side that serves pages and exports: the campaign report and its CSV,
+// the conversation list and one conversation, the failed deliveries and the inbox's counts, and the
+// consent export. These reads change with what a page or an export shows, never with what the
+// service records, so they live apart from the store's writes (package models) and reach the database
+// through the store's handle; they write nothing (README, "Layout").
+package report
+
+import (
+	"github.com/uptrace/bun"
+
+	"funnelchat/models"
+)
+
+// Reader runs the read-side queries over a store's database.
+type Reader struct {
+	store *models.Store
+	db    *bun.DB
+}
+
+// New returns the reader over store, whose database and pool it shares.
+func New(store *models.Store) *Reader {
+	return &Reader{store: store, db: store.DB()}
+}
+
+// isSQLite reports whether the store runs on SQLite.
+func (r *Reader) isSQLite() bool { return r.store.IsSQLite() }
+
+// orEmpty is *p, or "" when p is nil.
+func orEmpty(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
