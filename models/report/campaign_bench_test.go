@@ -9,6 +9,7 @@ import (
 
 	"funnelchat/models"
 	"funnelchat/models/report"
+	"funnelchat/models/testenv"
 )
 
 // largeCampaign is a campaign with 100,000 added contacts and the report it must give, counted in Go
@@ -40,7 +41,7 @@ func seedLargeCampaign(tb testing.TB) *largeCampaign {
 func seedLarge() (*largeCampaign, error) {
 	ctx := context.Background()
 	db := env.Store.DB()
-	acc, err := env.Store.CreateAccount(ctx, models.NewAccount{Email: uniqueEmail("large"), Name: "Large"})
+	acc, err := env.Store.CreateAccount(ctx, models.NewAccount{Email: testenv.UniqueEmail("large"), Name: "Large"})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"funnelchat/models"
 	"funnelchat/models/report"
+	"funnelchat/models/testenv"
 )
 
 // funnel is a small campaign whose every number is known: eleven contacts added, each brought to a
@@ -34,7 +35,7 @@ type funnel struct {
 func buildFunnel(t *testing.T) *funnel {
 	t.Helper()
 	ctx := context.Background()
-	f := &funnel{acc: csAccount(t, "Funnel Co"), t0: time.Date(2026, 6, 10, 23, 30, 0, 0, time.UTC)}
+	f := &funnel{acc: testenv.NewAccount(t, env.Store, "Funnel Co"), t0: time.Date(2026, 6, 10, 23, 30, 0, 0, time.UTC)}
 	accID := f.acc.Account.ID
 	tz := "America/New_York"
 	if _, err := env.Store.UpdateComplianceSettings(ctx, accID, models.ComplianceInput{TimeZone: &tz}); err != nil {
@@ -48,23 +49,23 @@ func buildFunnel(t *testing.T) *funnel {
 	variants := []string{"Hi {{firstName}}, want a call?", "{{firstName}}, shall we talk?"}
 	f.campaign, err = env.Store.CreateCampaign(ctx, accID, models.CampaignInput{
 		Name: &name, Channel: &ch, Status: &status, OpeningMessages: &variants, ListID: &listID,
-		FollowUpsEnabled: ptr(true), FollowUpDelaysHours: &[]float64{24},
+		FollowUpsEnabled: testenv.Ptr(true), FollowUpDelaysHours: &[]float64{24},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
 	for i := 0; i < 11; i++ {
-		m := csIncoming(t, env.Store, accID, csFrom("funnel"), "web", "hello")
+		m := testenv.ReceiveOn(t, env.Store, accID, testenv.UniqueFromID("funnel"), "web", "hello")
 		ids = append(ids, m.ContactID)
-		f.contacts = append(f.contacts, csContact(t, accID, m.ContactID))
+		f.contacts = append(f.contacts, testenv.Contact(t, env.Store, accID, m.ContactID))
 	}
-	rpSet(t, "UPDATE contacts SET first_name = 'Ann' WHERE id = ?", ids[0])
+	testenv.Exec(t, env.Store, "UPDATE contacts SET first_name = 'Ann' WHERE id = ?", ids[0])
 	// The messages that created the contacts were written before any opening.
-	rpSet(t, "UPDATE messages SET created_at = ? WHERE account_id = ?", f.t0.Add(-24*time.Hour), accID)
-	sends := csQueue(t, accID, l.ID, ids...)
+	testenv.Exec(t, env.Store, "UPDATE messages SET created_at = ? WHERE account_id = ?", f.t0.Add(-24*time.Hour), accID)
+	sends := testenv.Queue(t, env.Store, accID, l.ID, ids...)
 	for i, id := range ids {
-		rpSet(t, "UPDATE campaign_sends SET variant = ? WHERE id = ?", []int{0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0}[i], sends[id])
+		testenv.Exec(t, env.Store, "UPDATE campaign_sends SET variant = ? WHERE id = ?", []int{0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0}[i], sends[id])
 	}
 	send := func(i int) *models.CampaignSend {
 		s, err := env.Store.CampaignSend(ctx, sends[ids[i]])
@@ -80,7 +81,7 @@ func buildFunnel(t *testing.T) *funnel {
 		if err != nil || m == nil {
 			t.Fatalf("write opening %d: %v", i, err)
 		}
-		rpSet(t, "UPDATE messages SET created_at = ? WHERE id = ?", at.Add(-time.Second), m.ID)
+		testenv.Exec(t, env.Store, "UPDATE messages SET created_at = ? WHERE id = ?", at.Add(-time.Second), m.ID)
 		if delivered || i == 5 {
 			if _, err := env.Store.SettleOpening(ctx, m.ID, delivered, at, "webhook answered 410"); err != nil {
 				t.Fatal(err)
@@ -89,7 +90,7 @@ func buildFunnel(t *testing.T) *funnel {
 	}
 	incoming := func(i int, at time.Time) *models.Message {
 		t.Helper()
-		in := models.IncomingInput{ExternalID: csFrom("reply"), FromID: f.fromID(t, i), ToID: "business", Body: "sounds good", Channel: "web"}
+		in := models.IncomingInput{ExternalID: testenv.UniqueFromID("reply"), FromID: f.fromID(t, i), ToID: "business", Body: "sounds good", Channel: "web"}
 		if err := in.Validate(1 << 20); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func buildFunnel(t *testing.T) *funnel {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rpSet(t, "UPDATE messages SET created_at = ? WHERE id = ?", at, m.ID)
+		testenv.Exec(t, env.Store, "UPDATE messages SET created_at = ? WHERE id = ?", at, m.ID)
 		return m
 	}
 	handoff := func(i int, at time.Time) {
@@ -106,14 +107,14 @@ func buildFunnel(t *testing.T) *funnel {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rpSet(t, "UPDATE alerts SET created_at = ? WHERE id = ?", at, a.ID)
+		testenv.Exec(t, env.Store, "UPDATE alerts SET created_at = ? WHERE id = ?", at, a.ID)
 	}
 	goal := func(i int, in models.GoalInput, at time.Time) {
 		g, created, err := env.Store.ReachGoal(ctx, accID, ids[i], in)
 		if err != nil || !created {
 			t.Fatalf("goal %d: created %v, %v", i, created, err)
 		}
-		rpSet(t, "UPDATE goals SET at = ? WHERE id = ?", at, g.ID)
+		testenv.Exec(t, env.Store, "UPDATE goals SET at = ? WHERE id = ?", at, g.ID)
 	}
 	optOut := func(i int, channel string, at time.Time) {
 		if _, err := env.Store.SetConsent(ctx, accID, ids[i], models.ConsentInput{Channel: channel, Status: models.ConsentOptedOut, Source: "api", At: at}); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"funnelchat/models"
 	"funnelchat/models/report"
+	"funnelchat/models/testenv"
 )
 
 // TestConsentExport: the export lists each event of the account in [from, to) exactly once, in (at,
@@ -21,16 +22,16 @@ import (
 func TestConsentExport(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	acc := csAccount(t, "Acme")
+	acc := testenv.NewAccount(t, env.Store, "Acme")
 	accID := acc.Account.ID
-	other := csAccount(t, "Other")
+	other := testenv.NewAccount(t, env.Store, "Other")
 	phone := "+14155550177"
 	withPhone, _, err := env.Store.CreateOrGetContact(ctx, accID, models.ContactInput{Phone: phone, Email: "p@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	chatID := csIncoming(t, env.Store, accID, csFrom("exp"), "live-chat", "hi").ContactID
-	otherContact := csIncoming(t, env.Store, other.Account.ID, csFrom("exp-other"), "sms", "hi").ContactID
+	chatID := testenv.ReceiveOn(t, env.Store, accID, testenv.UniqueFromID("exp"), "live-chat", "hi").ContactID
+	otherContact := testenv.ReceiveOn(t, env.Store, other.Account.ID, testenv.UniqueFromID("exp-other"), "sms", "hi").ContactID
 
 	// 2,600 events, seven at each instant (so that the 1000th and 1001st share one), 250 ms apart
 	// (whole seconds and fractions, which SQLite compares as text), inserted in shuffled order under
@@ -167,7 +168,7 @@ func TestConsentExport(t *testing.T) {
 			}
 		}
 		if r.ContactID == chatID && (r.Phone != nil || r.Email != nil) {
-			t.Errorf("row %s of a contact without phone or email: %s %s", r.ID, csStr(r.Phone), csStr(r.Email))
+			t.Errorf("row %s of a contact without phone or email: %s %s", r.ID, testenv.Str(r.Phone), testenv.Str(r.Email))
 		}
 	}
 

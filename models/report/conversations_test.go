@@ -5,57 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"funnelchat/models"
 	"funnelchat/models/report"
+	"funnelchat/models/testenv"
 )
-
-var sidSeq atomic.Int64
-
-// person is who a custom-channel message comes from.
-type person struct {
-	First, Last, Email string
-}
-
-// receive stores an incoming custom-channel message from fromID, as POST /v1/incoming_custom_channel_message
-// does.
-func receive(t testing.TB, s *models.Store, accountID, fromID, body string, p person) *models.Message {
-	t.Helper()
-	in := models.IncomingInput{
-		ExternalID: fmt.Sprintf("sid-%d-%d", time.Now().UnixNano(), sidSeq.Add(1)),
-		FromID:     fromID, ToID: "business", Body: body,
-		FirstName: p.First, LastName: p.Last, Email: p.Email,
-	}
-	if err := in.Validate(1 << 20); err != nil {
-		t.Fatal(err)
-	}
-	m, dup, err := s.IngestIncoming(context.Background(), accountID, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dup {
-		t.Fatalf("message %s stored as a duplicate", in.ExternalID)
-	}
-	return m
-}
-
-// sendCustom stores an outgoing custom-channel message to fromID, as POST /v1/send_custom_channel_message
-// does.
-func sendCustom(t testing.TB, s *models.Store, accountID, fromID, body string) (*models.Message, *models.Contact) {
-	t.Helper()
-	in := models.CustomSendInput{FromID: fromID, Channel: "chat", Body: body}
-	if err := in.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	m, c, err := s.SendCustom(context.Background(), accountID, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, c
-}
 
 func reply(t testing.TB, s *models.Store, accountID, contactID, body string) *models.Message {
 	t.Helper()
@@ -81,49 +37,6 @@ func setBot(t testing.TB, accountID, contactID string, active bool) {
 	}
 }
 
-func markRead(t testing.TB, accountID, readerID, contactID string) {
-	t.Helper()
-	if err := env.Store.MarkRead(context.Background(), accountID, readerID, contactID); err != nil {
-		t.Fatalf("MarkRead(%s, %s): %v", readerID, contactID, err)
-	}
-}
-
-// list returns every conversation of the account (one page of the maximum size) as the reader sees it.
-func list(t testing.TB, accountID, readerID string, f report.ConversationFilter) []report.Conversation {
-	t.Helper()
-	convs, next, err := reader.Conversations(context.Background(), accountID, readerID, f, models.Page{Limit: models.MaxPageLimit})
-	if err != nil {
-		t.Fatalf("Conversations(%+v): %v", f, err)
-	}
-	if next != "" {
-		t.Fatalf("Conversations(%+v): more than one page", f)
-	}
-	return convs
-}
-
-// contactIDs returns the conversations' contact ids, in order.
-func contactIDs(convs []report.Conversation) []string {
-	ids := make([]string, len(convs))
-	for i, c := range convs {
-		ids[i] = c.Contact.ID
-	}
-	return ids
-}
-
-// find returns the conversation of the contact, failing the test when it is not listed.
-func find(t testing.TB, convs []report.Conversation, contactID string) report.Conversation {
-	t.Helper()
-	for _, c := range convs {
-		if c.Contact.ID == contactID {
-			return c
-		}
-	}
-	t.Fatalf("contact %s is not in the list %v", contactID, contactIDs(convs))
-	return report.Conversation{}
-}
-
-func ptr[T any](v T) *T { return &v }
-
 // inbox is an account with one conversation in each state the list shows.
 type inbox struct {
 	acc, other *models.CreatedAccount
@@ -144,9 +57,9 @@ func newInbox(t *testing.T) *inbox {
 	t.Helper()
 	ctx := context.Background()
 	s := env.Store
-	in := &inbox{acc: newAccount(t), other: newAccount(t), last: map[string]*models.Message{}}
+	in := &inbox{acc: testenv.NewAccount(t, env.Store, ""), other: testenv.NewAccount(t, env.Store, ""), last: map[string]*models.Message{}}
 	id := in.acc.Account.ID
-	in.reader = addUser(t, id, "").User.ID
+	in.reader = testenv.AddUser(t, env.Store, id, "").User.ID
 
 	contact := func(m *models.Message) *models.Contact {
 		c, err := s.ContactByID(ctx, id, m.ContactID)
@@ -155,16 +68,16 @@ func newInbox(t *testing.T) *inbox {
 		}
 		return c
 	}
-	m := receive(t, s, id, "+14155550123", "hello from ada", person{First: "Ada", Last: "Lovelace"})
+	m := testenv.Receive(t, s, id, "+14155550123", "hello from ada", testenv.Person{First: "Ada", Last: "Lovelace"})
 	in.ada = contact(m)
 
-	m = receive(t, s, id, "bob-7", "bob here", person{First: "Bob", Last: "Stone", Email: "Bob.Stone@Example.com"})
+	m = testenv.Receive(t, s, id, "bob-7", "bob here", testenv.Person{First: "Bob", Last: "Stone", Email: "Bob.Stone@Example.com"})
 	in.bob = contact(m)
 
-	in.carolMsg, in.carol = sendCustom(t, s, id, "carol-9", "your order shipped")
+	in.carolMsg, in.carol = testenv.SendCustom(t, s, id, "carol-9", "your order shipped")
 	failDelivery(t, s, in.carolMsg.ID)
 
-	m = receive(t, s, id, "dan-3", "I want a human", person{First: "Dan", Last: "Brown"})
+	m = testenv.Receive(t, s, id, "dan-3", "I want a human", testenv.Person{First: "Dan", Last: "Brown"})
 	in.dan = contact(m)
 	alert, err := s.Handoff(ctx, m, "asked for a person")
 	if err != nil {
@@ -172,7 +85,7 @@ func newInbox(t *testing.T) *inbox {
 	}
 	in.danAlert = alert
 
-	m = receive(t, s, id, "eve-5", "discount?", person{First: "Eve", Last: "Under_score 100%"})
+	m = testenv.Receive(t, s, id, "eve-5", "discount?", testenv.Person{First: "Eve", Last: "Under_score 100%"})
 	in.eve = contact(m)
 
 	// Bob's reply comes last: his conversation moves to the top.
@@ -185,8 +98,8 @@ func newInbox(t *testing.T) *inbox {
 	in.silent = silent
 
 	// The other account has a conversation with the same names and sender ids.
-	receive(t, s, in.other.Account.ID, "+14155550123", "hello from the other ada", person{First: "Ada", Last: "Lovelace"})
-	receive(t, s, in.other.Account.ID, "bob-7", "other bob", person{First: "Bob", Last: "Stone", Email: "bob.stone@example.com"})
+	testenv.Receive(t, s, in.other.Account.ID, "+14155550123", "hello from the other ada", testenv.Person{First: "Ada", Last: "Lovelace"})
+	testenv.Receive(t, s, in.other.Account.ID, "bob-7", "other bob", testenv.Person{First: "Bob", Last: "Stone", Email: "bob.stone@example.com"})
 
 	in.refresh(t)
 	return in
@@ -219,9 +132,9 @@ func TestConversations(t *testing.T) {
 	id := in.acc.Account.ID
 
 	t.Run("newest activity first, one row per contact with its latest message", func(t *testing.T) {
-		convs := list(t, id, in.reader, report.ConversationFilter{})
+		convs := testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{})
 		want := []string{in.bob.ID, in.eve.ID, in.dan.ID, in.carol.ID, in.ada.ID}
-		if got := contactIDs(convs); !slices.Equal(got, want) || !slices.Equal(in.order, want) {
+		if got := testenv.ContactIDs(convs); !slices.Equal(got, want) || !slices.Equal(in.order, want) {
 			t.Fatalf("order %v, want %v (by latest message %v)", got, want, in.order)
 		}
 		for _, c := range convs {
@@ -230,20 +143,20 @@ func TestConversations(t *testing.T) {
 				t.Errorf("contact %s: lastMessage %+v, want %s %q", c.Contact.ID, c.LastMessage, last.ID, last.Body)
 			}
 		}
-		bob := find(t, convs, in.bob.ID)
+		bob := testenv.FindConversation(t, convs, in.bob.ID)
 		if bob.LastMessage.Direction != models.DirectionOutgoing || bob.LastMessage.Author != models.AuthorHuman {
 			t.Errorf("bob's last message %+v: want the human reply", bob.LastMessage)
 		}
 		if bob.Contact.FirstName != "Bob" || bob.Contact.LastName != "Stone" || bob.Contact.Email == nil || *bob.Contact.Email != "bob.stone@example.com" {
 			t.Errorf("bob's contact %+v", bob.Contact)
 		}
-		if slices.Contains(contactIDs(convs), in.silent.ID) {
+		if slices.Contains(testenv.ContactIDs(convs), in.silent.ID) {
 			t.Error("a contact without messages is listed")
 		}
 	})
 
 	t.Run("markers", func(t *testing.T) {
-		convs := list(t, id, in.reader, report.ConversationFilter{})
+		convs := testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{})
 		want := map[string][3]bool{ // unread, needsHuman, failed
 			in.ada.ID:   {true, false, false},
 			in.bob.ID:   {true, true, false}, // the human reply paused the bot
@@ -260,58 +173,58 @@ func TestConversations(t *testing.T) {
 	})
 
 	t.Run("unread per reader", func(t *testing.T) {
-		markRead(t, id, in.reader, in.ada.ID)
-		if find(t, list(t, id, in.reader, report.ConversationFilter{}), in.ada.ID).Unread {
+		testenv.MarkRead(t, env.Store, id, in.reader, in.ada.ID)
+		if testenv.FindConversation(t, testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{}), in.ada.ID).Unread {
 			t.Error("ada unread for the reader after MarkRead")
 		}
-		if !find(t, list(t, id, models.ReaderAPI, report.ConversationFilter{}), in.ada.ID).Unread {
+		if !testenv.FindConversation(t, testenv.Conversations(t, reader, id, models.ReaderAPI, report.ConversationFilter{}), in.ada.ID).Unread {
 			t.Error("ada read for the api reader after another reader's MarkRead")
 		}
-		second := addUser(t, id, "").User.ID
-		if !find(t, list(t, id, second, report.ConversationFilter{}), in.ada.ID).Unread {
+		second := testenv.AddUser(t, env.Store, id, "").User.ID
+		if !testenv.FindConversation(t, testenv.Conversations(t, reader, id, second, report.ConversationFilter{}), in.ada.ID).Unread {
 			t.Error("ada read for a second user after the first user's MarkRead")
 		}
-		markRead(t, id, models.ReaderAPI, in.ada.ID)
-		if find(t, list(t, id, models.ReaderAPI, report.ConversationFilter{}), in.ada.ID).Unread {
+		testenv.MarkRead(t, env.Store, id, models.ReaderAPI, in.ada.ID)
+		if testenv.FindConversation(t, testenv.Conversations(t, reader, id, models.ReaderAPI, report.ConversationFilter{}), in.ada.ID).Unread {
 			t.Error("ada unread for the api reader after its MarkRead")
 		}
 
 		// A newer incoming message makes it unread again, for every reader.
-		receive(t, env.Store, id, "+14155550123", "are you there?", person{})
+		testenv.Receive(t, env.Store, id, "+14155550123", "are you there?", testenv.Person{})
 		in.refresh(t)
 		for _, r := range []string{in.reader, models.ReaderAPI} {
-			convs := list(t, id, r, report.ConversationFilter{})
-			if !find(t, convs, in.ada.ID).Unread {
+			convs := testenv.Conversations(t, reader, id, r, report.ConversationFilter{})
+			if !testenv.FindConversation(t, convs, in.ada.ID).Unread {
 				t.Errorf("ada read for %s after a newer incoming message", r)
 			}
 			if convs[0].Contact.ID != in.ada.ID {
-				t.Errorf("the conversation with the newest message is not first: %v", contactIDs(convs))
+				t.Errorf("the conversation with the newest message is not first: %v", testenv.ContactIDs(convs))
 			}
 		}
 
 		// A reply of our own after reading does not make it unread.
-		markRead(t, id, in.reader, in.ada.ID)
+		testenv.MarkRead(t, env.Store, id, in.reader, in.ada.ID)
 		reply(t, env.Store, id, in.ada.ID, "yes, here")
 		in.refresh(t)
-		if find(t, list(t, id, in.reader, report.ConversationFilter{}), in.ada.ID).Unread {
+		if testenv.FindConversation(t, testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{}), in.ada.ID).Unread {
 			t.Error("ada unread after an outgoing message")
 		}
 		// Nor does marking read again go back.
-		markRead(t, id, in.reader, in.ada.ID)
-		if find(t, list(t, id, in.reader, report.ConversationFilter{}), in.ada.ID).Unread {
+		testenv.MarkRead(t, env.Store, id, in.reader, in.ada.ID)
+		if testenv.FindConversation(t, testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{}), in.ada.ID).Unread {
 			t.Error("ada unread after marking read twice")
 		}
 		// Bob's conversation ends with our reply but his message was never read.
-		if !find(t, list(t, id, in.reader, report.ConversationFilter{}), in.bob.ID).Unread {
+		if !testenv.FindConversation(t, testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{}), in.bob.ID).Unread {
 			t.Error("bob read for a reader who never read it")
 		}
 		// MarkRead of a contact without messages changes nothing and is no error.
-		markRead(t, id, in.reader, in.silent.ID)
+		testenv.MarkRead(t, env.Store, id, in.reader, in.silent.ID)
 	})
 
 	t.Run("needsHuman", func(t *testing.T) {
 		needs := func(contactID string) bool {
-			return find(t, list(t, id, in.reader, report.ConversationFilter{}), contactID).NeedsHuman
+			return testenv.FindConversation(t, testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{}), contactID).NeedsHuman
 		}
 		// Ada's bot was paused by the reply above; resuming clears the marker.
 		setBot(t, id, in.ada.ID, true)
@@ -356,29 +269,29 @@ func TestConversations(t *testing.T) {
 	})
 
 	t.Run("failed", func(t *testing.T) {
-		if !find(t, list(t, id, in.reader, report.ConversationFilter{}), in.carol.ID).Failed {
+		if !testenv.FindConversation(t, testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{}), in.carol.ID).Failed {
 			t.Fatal("carol's failed delivery is not marked")
 		}
 		// A later successful attempt clears it.
 		if err := env.Store.RecordAttempt(ctx, in.carolMsg.ID, models.AttemptOutcome{StatusCode: 200}); err != nil {
 			t.Fatal(err)
 		}
-		if find(t, list(t, id, in.reader, report.ConversationFilter{}), in.carol.ID).Failed {
+		if testenv.FindConversation(t, testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{}), in.carol.ID).Failed {
 			t.Error("carol still failed after the message was sent")
 		}
 		// A failed message that is not the latest still marks the conversation.
-		m, _ := sendCustom(t, env.Store, id, "carol-9", "second try")
+		m, _ := testenv.SendCustom(t, env.Store, id, "carol-9", "second try")
 		failDelivery(t, env.Store, m.ID)
-		sendCustom(t, env.Store, id, "carol-9", "third message, pending")
+		testenv.SendCustom(t, env.Store, id, "carol-9", "third message, pending")
 		in.refresh(t)
-		c := find(t, list(t, id, in.reader, report.ConversationFilter{}), in.carol.ID)
+		c := testenv.FindConversation(t, testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{}), in.carol.ID)
 		if !c.Failed || c.LastMessage.Body != "third message, pending" {
 			t.Errorf("carol: failed %v, last message %q; want failed and the pending third message", c.Failed, c.LastMessage.Body)
 		}
 	})
 
 	t.Run("each filter", func(t *testing.T) {
-		all := list(t, id, in.reader, report.ConversationFilter{})
+		all := testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{})
 		markers := []struct {
 			name string
 			get  func(report.Conversation) bool
@@ -401,10 +314,10 @@ func TestConversations(t *testing.T) {
 						t.Fatalf("the inbox does not exercise %s=%v: %d of %d conversations", m.name, want, len(expected), len(all))
 					}
 					var f report.ConversationFilter
-					m.set(&f, ptr(want))
-					got := list(t, id, in.reader, f)
-					if !slices.Equal(contactIDs(got), expected) {
-						t.Errorf("%s=%v: %v, want %v", m.name, want, contactIDs(got), expected)
+					m.set(&f, testenv.Ptr(want))
+					got := testenv.Conversations(t, reader, id, in.reader, f)
+					if !slices.Equal(testenv.ContactIDs(got), expected) {
+						t.Errorf("%s=%v: %v, want %v", m.name, want, testenv.ContactIDs(got), expected)
 					}
 					for _, c := range got {
 						if m.get(c) != want {
@@ -421,22 +334,22 @@ func TestConversations(t *testing.T) {
 					expected = append(expected, c.Contact.ID)
 				}
 			}
-			got := list(t, id, in.reader, report.ConversationFilter{Unread: ptr(true), Failed: ptr(false)})
-			if !slices.Equal(contactIDs(got), expected) {
-				t.Errorf("unread and not failed: %v, want %v", contactIDs(got), expected)
+			got := testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{Unread: testenv.Ptr(true), Failed: testenv.Ptr(false)})
+			if !slices.Equal(testenv.ContactIDs(got), expected) {
+				t.Errorf("unread and not failed: %v, want %v", testenv.ContactIDs(got), expected)
 			}
 		})
 		t.Run("unread is the reader's", func(t *testing.T) {
-			fresh := addUser(t, id, "").User.ID
+			fresh := testenv.AddUser(t, env.Store, id, "").User.ID
 			var expected []string
 			for _, c := range all {
 				if c.LastMessage != nil && hasIncoming(t, id, c.Contact.ID) {
 					expected = append(expected, c.Contact.ID)
 				}
 			}
-			got := list(t, id, fresh, report.ConversationFilter{Unread: ptr(true)})
-			if !slices.Equal(contactIDs(got), expected) {
-				t.Errorf("unread for a reader who read nothing: %v, want every conversation with an incoming message %v", contactIDs(got), expected)
+			got := testenv.Conversations(t, reader, id, fresh, report.ConversationFilter{Unread: testenv.Ptr(true)})
+			if !slices.Equal(testenv.ContactIDs(got), expected) {
+				t.Errorf("unread for a reader who read nothing: %v, want every conversation with an incoming message %v", testenv.ContactIDs(got), expected)
 			}
 		})
 	})
@@ -475,20 +388,20 @@ func TestConversations(t *testing.T) {
 			{"carol", nil}, // carol's contact has no name, only its sender id
 		}
 		for _, tt := range cases {
-			got := list(t, id, in.reader, report.ConversationFilter{Query: tt.q})
-			if ids := contactIDs(got); !slices.Equal(ids, tt.want) {
+			got := testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{Query: tt.q})
+			if ids := testenv.ContactIDs(got); !slices.Equal(ids, tt.want) {
 				t.Errorf("q=%q: %v, want %v", tt.q, ids, tt.want)
 			}
 		}
 		// Search combines with a filter.
-		if got := list(t, id, in.reader, report.ConversationFilter{Query: "ada", Failed: ptr(true)}); len(got) != 0 {
-			t.Errorf("q=ada and failed: %v, want none", contactIDs(got))
+		if got := testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{Query: "ada", Failed: testenv.Ptr(true)}); len(got) != 0 {
+			t.Errorf("q=ada and failed: %v, want none", testenv.ContactIDs(got))
 		}
 	})
 
 	t.Run("query length", func(t *testing.T) {
 		_, _, err := reader.Conversations(ctx, id, in.reader, report.ConversationFilter{Query: strings.Repeat("a", 201)}, models.Page{Limit: 10})
-		wantCode(t, err, models.CodeValidation, "a 201-character q")
+		testenv.WantCode(t, err, models.CodeValidation, "a 201-character q")
 		_, _, err = reader.Conversations(ctx, id, in.reader, report.ConversationFilter{Query: strings.Repeat("z", 200)}, models.Page{Limit: 10})
 		if err != nil {
 			t.Errorf("a 200-character q: %v", err)
@@ -499,13 +412,13 @@ func TestConversations(t *testing.T) {
 			t.Errorf("a q of 200 two-byte characters: %v", err)
 		}
 		_, _, err = reader.Conversations(ctx, id, in.reader, report.ConversationFilter{Query: strings.Repeat("é", 201)}, models.Page{Limit: 10})
-		wantCode(t, err, models.CodeValidation, "a q of 201 two-byte characters")
+		testenv.WantCode(t, err, models.CodeValidation, "a q of 201 two-byte characters")
 	})
 
 	t.Run("paging walks every conversation once", func(t *testing.T) {
 		in.refresh(t)
-		for _, f := range []report.ConversationFilter{{}, {Unread: ptr(true)}, {NeedsHuman: ptr(false)}} {
-			all := list(t, id, in.reader, f)
+		for _, f := range []report.ConversationFilter{{}, {Unread: testenv.Ptr(true)}, {NeedsHuman: testenv.Ptr(false)}} {
+			all := testenv.Conversations(t, reader, id, in.reader, f)
 			var walked []string
 			cursor := ""
 			for page := 0; ; page++ {
@@ -519,7 +432,7 @@ func TestConversations(t *testing.T) {
 				if len(convs) > 2 {
 					t.Fatalf("page of %d conversations, want at most 2", len(convs))
 				}
-				walked = append(walked, contactIDs(convs)...)
+				walked = append(walked, testenv.ContactIDs(convs)...)
 				if next == "" {
 					break
 				}
@@ -528,11 +441,11 @@ func TestConversations(t *testing.T) {
 				}
 				cursor = next
 			}
-			if !slices.Equal(walked, contactIDs(all)) {
-				t.Errorf("filter %+v: pages of 2 walked %v, want %v", f, walked, contactIDs(all))
+			if !slices.Equal(walked, testenv.ContactIDs(all)) {
+				t.Errorf("filter %+v: pages of 2 walked %v, want %v", f, walked, testenv.ContactIDs(all))
 			}
 		}
-		if got := list(t, id, in.reader, report.ConversationFilter{}); len(got) != 5 {
+		if got := testenv.Conversations(t, reader, id, in.reader, report.ConversationFilter{}); len(got) != 5 {
 			t.Errorf("%d conversations, want 5", len(got))
 		}
 	})
@@ -542,31 +455,31 @@ func TestConversations(t *testing.T) {
 		for _, c := range []*models.Contact{in.ada, in.bob, in.carol, in.dan, in.eve} {
 			mine[c.ID] = true
 		}
-		for _, f := range []report.ConversationFilter{{}, {Query: "ada"}, {Query: "bob"}, {Query: "415"}, {Unread: ptr(true)}} {
-			for _, c := range list(t, id, in.reader, f) {
+		for _, f := range []report.ConversationFilter{{}, {Query: "ada"}, {Query: "bob"}, {Query: "415"}, {Unread: testenv.Ptr(true)}} {
+			for _, c := range testenv.Conversations(t, reader, id, in.reader, f) {
 				if !mine[c.Contact.ID] {
 					t.Errorf("filter %+v lists another account's contact %s", f, c.Contact.ID)
 				}
 			}
-			for _, c := range list(t, in.other.Account.ID, models.ReaderAPI, f) {
+			for _, c := range testenv.Conversations(t, reader, in.other.Account.ID, models.ReaderAPI, f) {
 				if mine[c.Contact.ID] {
 					t.Errorf("the other account's list (filter %+v) shows %s", f, c.Contact.ID)
 				}
 			}
 		}
-		theirs := list(t, in.other.Account.ID, models.ReaderAPI, report.ConversationFilter{})
+		theirs := testenv.Conversations(t, reader, in.other.Account.ID, models.ReaderAPI, report.ConversationFilter{})
 		if len(theirs) != 2 {
 			t.Fatalf("the other account has %d conversations, want 2", len(theirs))
 		}
-		wantCode(t, env.Store.MarkRead(ctx, id, in.reader, theirs[0].Contact.ID), models.CodeNotFound, "MarkRead of another account's contact")
-		wantCode(t, env.Store.MarkRead(ctx, id, in.reader, "ct_nobody"), models.CodeNotFound, "MarkRead of an unknown contact")
-		wantCode(t, env.Store.MarkRead(ctx, id, in.reader, strings.Repeat("x", 100)), models.CodeNotFound, "MarkRead of a long id")
-		if !list(t, in.other.Account.ID, in.reader, report.ConversationFilter{})[0].Unread {
+		testenv.WantCode(t, env.Store.MarkRead(ctx, id, in.reader, theirs[0].Contact.ID), models.CodeNotFound, "MarkRead of another account's contact")
+		testenv.WantCode(t, env.Store.MarkRead(ctx, id, in.reader, "ct_nobody"), models.CodeNotFound, "MarkRead of an unknown contact")
+		testenv.WantCode(t, env.Store.MarkRead(ctx, id, in.reader, strings.Repeat("x", 100)), models.CodeNotFound, "MarkRead of a long id")
+		if !testenv.Conversations(t, reader, in.other.Account.ID, in.reader, report.ConversationFilter{})[0].Unread {
 			t.Error("the refused MarkRead marked the other account's conversation read")
 		}
 		// An unknown account lists nothing.
-		if got := list(t, "acc_nobody", models.ReaderAPI, report.ConversationFilter{}); len(got) != 0 {
-			t.Errorf("an unknown account lists %v", contactIDs(got))
+		if got := testenv.Conversations(t, reader, "acc_nobody", models.ReaderAPI, report.ConversationFilter{}); len(got) != 0 {
+			t.Errorf("an unknown account lists %v", testenv.ContactIDs(got))
 		}
 	})
 }
@@ -588,11 +501,11 @@ func hasIncoming(t testing.TB, accountID, contactID string) bool {
 // TestConversationsSearchNonASCIINames: case folds over all of Unicode on both backends (SQLite's own
 // LOWER folds A-Z only; the store replaces it).
 func TestConversationsSearchNonASCIINames(t *testing.T) {
-	acc := newAccount(t)
-	m := receive(t, env.Store, acc.Account.ID, "elodie-1", "bonjour", person{First: "Élodie", Last: "Ünal"})
+	acc := testenv.NewAccount(t, env.Store, "")
+	m := testenv.Receive(t, env.Store, acc.Account.ID, "elodie-1", "bonjour", testenv.Person{First: "Élodie", Last: "Ünal"})
 	for _, q := range []string{"Élodie", "élodie", "ÉLODIE", "ünal", "ÜNAL", "élodie ünal", "lodie"} {
-		got := list(t, acc.Account.ID, models.ReaderAPI, report.ConversationFilter{Query: q})
-		if ids := contactIDs(got); !slices.Equal(ids, []string{m.ContactID}) {
+		got := testenv.Conversations(t, reader, acc.Account.ID, models.ReaderAPI, report.ConversationFilter{Query: q})
+		if ids := testenv.ContactIDs(got); !slices.Equal(ids, []string{m.ContactID}) {
 			t.Errorf("q=%q: %v, want the contact Élodie Ünal %s", q, ids, m.ContactID)
 		}
 	}
@@ -601,10 +514,10 @@ func TestConversationsSearchNonASCIINames(t *testing.T) {
 func TestConversationsFilterByAssignee(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	accID := csAccount(t, "Assignee filter").Account.ID
-	me := csAccountOwner(t, accID)
-	a := csIncoming(t, env.Store, accID, csFrom("fa"), "web", "hi").ContactID
-	b := csIncoming(t, env.Store, accID, csFrom("fb"), "web", "hi").ContactID
+	accID := testenv.NewAccount(t, env.Store, "Assignee filter").Account.ID
+	me := testenv.AccountOwner(t, env.Store, accID)
+	a := testenv.ReceiveOn(t, env.Store, accID, testenv.UniqueFromID("fa"), "web", "hi").ContactID
+	b := testenv.ReceiveOn(t, env.Store, accID, testenv.UniqueFromID("fb"), "web", "hi").ContactID
 	if _, err := env.Store.Assign(ctx, accID, a, &me); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,223 @@
+package testenv
+
+// Fixtures shared by the tests of package models and of the packages split out of it (models/report):
+// Go test helpers cannot be imported across packages, so the one copy lives here. Each takes the store
+// it works on, and fails the test on any error.
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"funnelchat/models"
+	"funnelchat/models/report"
+)
+
+// seq makes the emails, sender ids and message ids below unique within the test binary; the clock in
+// them keeps them apart from other runs on the same database.
+var seq atomic.Int64
+
+// UniqueEmail returns an email no other test uses (users' emails are unique across accounts).
+func UniqueEmail(name string) string {
+	return fmt.Sprintf("%s-%d-%d@example.com", name, time.Now().UnixNano(), seq.Add(1))
+}
+
+// UniqueFromID returns a sender id (not a phone number) no other test uses.
+func UniqueFromID(name string) string {
+	return fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), seq.Add(1))
+}
+
+// NewAccount creates an account named name (possibly empty) with a unique email; its owner has no
+// password.
+func NewAccount(t testing.TB, s *models.Store, name string) *models.CreatedAccount {
+	t.Helper()
+	created, err := s.CreateAccount(context.Background(), models.NewAccount{Email: UniqueEmail("owner"), Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// AddUser adds a user with the role and a unique email to the account.
+func AddUser(t testing.TB, s *models.Store, accountID, role string) *models.AddedUser {
+	t.Helper()
+	added, err := s.AddUser(context.Background(), accountID, UniqueEmail(role), role)
+	if err != nil {
+		t.Fatalf("AddUser(%s): %v", role, err)
+	}
+	return added
+}
+
+// AccountOwner returns the id of the account's first team member, its owner.
+func AccountOwner(t testing.TB, s *models.Store, accountID string) string {
+	t.Helper()
+	members, err := s.TeamMembers(context.Background(), accountID)
+	if err != nil || len(members) == 0 {
+		t.Fatalf("team: %v", err)
+	}
+	return members[0].ID
+}
+
+// WantCode fails the test (without stopping it) unless err carries the domain error code.
+func WantCode(t testing.TB, err error, code, what string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error, want %s", what, code)
+		return
+	}
+	if got := models.ErrorCode(err); got != code {
+		t.Errorf("%s: %v (code %s), want %s", what, err, got, code)
+	}
+}
+
+// Person is who a custom-channel message comes from.
+type Person struct {
+	First, Last, Email string
+}
+
+// Receive stores an incoming custom-channel message from fromID on the default channel, as POST
+// /v1/incoming_custom_channel_message does.
+func Receive(t testing.TB, s *models.Store, accountID, fromID, body string, p Person) *models.Message {
+	t.Helper()
+	return ingest(t, s, accountID, models.IncomingInput{
+		FromID: fromID, ToID: "business", Body: body,
+		FirstName: p.First, LastName: p.Last, Email: p.Email,
+	})
+}
+
+// ReceiveOn stores an incoming custom-channel text message from fromID on channel, as POST
+// /v1/incoming_custom_channel_message does.
+func ReceiveOn(t testing.TB, s *models.Store, accountID, fromID, channel, body string) *models.Message {
+	t.Helper()
+	return ingest(t, s, accountID, models.IncomingInput{FromID: fromID, ToID: "business", Body: body, Channel: channel})
+}
+
+// ingest validates and stores in under a fresh external id, failing the test when the store takes it
+// for a duplicate.
+func ingest(t testing.TB, s *models.Store, accountID string, in models.IncomingInput) *models.Message {
+	t.Helper()
+	in.ExternalID = fmt.Sprintf("sid-%d-%d", time.Now().UnixNano(), seq.Add(1))
+	if err := in.Validate(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	m, dup, err := s.IngestIncoming(context.Background(), accountID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dup {
+		t.Fatalf("message %s stored as a duplicate", in.ExternalID)
+	}
+	return m
+}
+
+// SendCustom stores an outgoing custom-channel message to fromID on channel "chat", as POST
+// /v1/send_custom_channel_message does.
+func SendCustom(t testing.TB, s *models.Store, accountID, fromID, body string) (*models.Message, *models.Contact) {
+	t.Helper()
+	in := models.CustomSendInput{FromID: fromID, Channel: "chat", Body: body}
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m, c, err := s.SendCustom(context.Background(), accountID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, c
+}
+
+// MarkRead marks the contact's conversation read by the user.
+func MarkRead(t testing.TB, s *models.Store, accountID, readerID, contactID string) {
+	t.Helper()
+	if err := s.MarkRead(context.Background(), accountID, readerID, contactID); err != nil {
+		t.Fatalf("MarkRead(%s, %s): %v", readerID, contactID, err)
+	}
+}
+
+// Contact reads the account's contact.
+func Contact(t testing.TB, s *models.Store, accountID, id string) *models.Contact {
+	t.Helper()
+	c, err := s.ContactByID(context.Background(), accountID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Queue adds the contacts to the list and returns the campaign send it queued for each, by contact
+// id; it fails the test unless each contact got one.
+func Queue(t testing.TB, s *models.Store, accountID, listID string, contactIDs ...string) map[string]string {
+	t.Helper()
+	res, err := s.AddToList(context.Background(), accountID, listID, contactIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Sends) != len(contactIDs) {
+		t.Fatalf("AddToList queued %d sends, want %d", len(res.Sends), len(contactIDs))
+	}
+	out := map[string]string{}
+	for _, d := range res.Sends {
+		send, err := s.CampaignSend(context.Background(), d.SendID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[send.ContactID] = send.ID
+	}
+	return out
+}
+
+// Exec runs a fixture statement (to set times the store takes from the clock, say) and fails the test
+// on error.
+func Exec(t testing.TB, s *models.Store, query string, args ...any) {
+	t.Helper()
+	if _, err := s.DB().NewRaw(query, args...).Exec(context.Background()); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// Conversations returns every conversation of the account (one page of the maximum size) as the user
+// readerID sees it through r.
+func Conversations(t testing.TB, r *report.Reader, accountID, readerID string, f report.ConversationFilter) []report.Conversation {
+	t.Helper()
+	convs, next, err := r.Conversations(context.Background(), accountID, readerID, f, models.Page{Limit: models.MaxPageLimit})
+	if err != nil {
+		t.Fatalf("Conversations(%+v): %v", f, err)
+	}
+	if next != "" {
+		t.Fatalf("Conversations(%+v): more than one page", f)
+	}
+	return convs
+}
+
+// ContactIDs returns the conversations' contact ids, in order.
+func ContactIDs(convs []report.Conversation) []string {
+	ids := make([]string, len(convs))
+	for i, c := range convs {
+		ids[i] = c.Contact.ID
+	}
+	return ids
+}
+
+// FindConversation returns the conversation of the contact, failing the test when it is not listed.
+func FindConversation(t testing.TB, convs []report.Conversation, contactID string) report.Conversation {
+	t.Helper()
+	for _, c := range convs {
+		if c.Contact.ID == contactID {
+			return c
+		}
+	}
+	t.Fatalf("contact %s is not in the list %v", contactID, ContactIDs(convs))
+	return report.Conversation{}
+}
+
+// Ptr returns a pointer to a copy of v.
+func Ptr[T any](v T) *T { return &v }
+
+// Str is *p, or "<nil>" when p is nil.
+func Str(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}
