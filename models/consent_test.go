@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"funnelchat/models"
+	"funnelchat/models/testenv"
 )
 
 // Helpers of the consent tests carry a cs prefix so that they do not meet other test files' names.
@@ -21,46 +22,22 @@ var csSeq atomic.Int64
 // csAccount creates an account named name.
 func csAccount(t testing.TB, name string) *models.CreatedAccount {
 	t.Helper()
-	created, err := env.Store.CreateAccount(context.Background(), models.NewAccount{Email: uniqueEmail("consent"), Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return created
+	return testenv.NewAccount(t, env.Store, name)
 }
 
 // csFrom returns a sender id (not a phone number) no other test uses.
-func csFrom(name string) string {
-	return fmt.Sprintf("%s-%d-%d", name, time.Now().UnixNano(), csSeq.Add(1))
-}
+func csFrom(name string) string { return testenv.UniqueFromID(name) }
 
 // csIncoming stores an incoming custom-channel text message from fromID on channel, through the
 // store's own API (what POST /v1/incoming_custom_channel_message does).
 func csIncoming(t testing.TB, s *models.Store, accountID, fromID, channel, body string) *models.Message {
 	t.Helper()
-	in := models.IncomingInput{
-		ExternalID: fmt.Sprintf("cs-sid-%d-%d", time.Now().UnixNano(), csSeq.Add(1)),
-		FromID:     fromID, ToID: "business", Body: body, Channel: channel,
-	}
-	if err := in.Validate(1 << 20); err != nil {
-		t.Fatal(err)
-	}
-	m, dup, err := s.IngestIncoming(context.Background(), accountID, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dup {
-		t.Fatalf("message %s stored as a duplicate", in.ExternalID)
-	}
-	return m
+	return testenv.ReceiveOn(t, s, accountID, fromID, channel, body)
 }
 
 func csContact(t testing.TB, accountID, id string) *models.Contact {
 	t.Helper()
-	c, err := env.Store.ContactByID(context.Background(), accountID, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testenv.Contact(t, env.Store, accountID, id)
 }
 
 func csMessage(t testing.TB, accountID, id string) *models.Message {
@@ -127,12 +104,7 @@ func (q *queryCounter) AfterQuery(context.Context, *bun.QueryEvent) { q.n.Add(1)
 
 func csPtr[T any](v T) *T { return &v }
 
-func csStr(p *string) string {
-	if p == nil {
-		return "<nil>"
-	}
-	return *p
-}
+func csStr(p *string) string { return testenv.Str(p) }
 
 // csWantEvent checks one ledger event.
 func csWantEvent(t testing.TB, e *models.ConsentEvent, channel, status, source, text, messageID string, at time.Time) {
@@ -472,22 +444,7 @@ func csCampaign(t testing.TB, accountID, channel string) (*models.Campaign, *mod
 // csQueue adds the contacts to the list and returns the queued send of each, by contact id.
 func csQueue(t testing.TB, accountID, listID string, contactIDs ...string) map[string]string {
 	t.Helper()
-	res, err := env.Store.AddToList(context.Background(), accountID, listID, contactIDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Sends) != len(contactIDs) {
-		t.Fatalf("AddToList queued %d sends, want %d", len(res.Sends), len(contactIDs))
-	}
-	out := map[string]string{}
-	for _, d := range res.Sends {
-		send, err := env.Store.CampaignSend(context.Background(), d.SendID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[send.ContactID] = send.ID
-	}
-	return out
+	return testenv.Queue(t, env.Store, accountID, listID, contactIDs...)
 }
 
 func csWantSend(t testing.TB, sendID, status, detail string, followUpsDone bool, what string) {

@@ -6,100 +6,54 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"funnelchat/models"
 	"funnelchat/models/report"
+	"funnelchat/models/testenv"
 )
 
-var sidSeq atomic.Int64
+// The conversation helpers below are testenv's fixtures, shared with models/report.
 
 // person is who a custom-channel message comes from.
-type person struct {
-	First, Last, Email string
-}
+type person = testenv.Person
 
 // receive stores an incoming custom-channel message from fromID, as POST /v1/incoming_custom_channel_message
 // does.
 func receive(t testing.TB, s *models.Store, accountID, fromID, body string, p person) *models.Message {
 	t.Helper()
-	in := models.IncomingInput{
-		ExternalID: fmt.Sprintf("sid-%d-%d", time.Now().UnixNano(), sidSeq.Add(1)),
-		FromID:     fromID, ToID: "business", Body: body,
-		FirstName: p.First, LastName: p.Last, Email: p.Email,
-	}
-	if err := in.Validate(1 << 20); err != nil {
-		t.Fatal(err)
-	}
-	m, dup, err := s.IngestIncoming(context.Background(), accountID, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dup {
-		t.Fatalf("message %s stored as a duplicate", in.ExternalID)
-	}
-	return m
+	return testenv.Receive(t, s, accountID, fromID, body, p)
 }
 
 // sendCustom stores an outgoing custom-channel message to fromID, as POST /v1/send_custom_channel_message
 // does.
 func sendCustom(t testing.TB, s *models.Store, accountID, fromID, body string) (*models.Message, *models.Contact) {
 	t.Helper()
-	in := models.CustomSendInput{FromID: fromID, Channel: "chat", Body: body}
-	if err := in.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	m, c, err := s.SendCustom(context.Background(), accountID, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, c
+	return testenv.SendCustom(t, s, accountID, fromID, body)
 }
 
 func markRead(t testing.TB, accountID, readerID, contactID string) {
 	t.Helper()
-	if err := env.Store.MarkRead(context.Background(), accountID, readerID, contactID); err != nil {
-		t.Fatalf("MarkRead(%s, %s): %v", readerID, contactID, err)
-	}
+	testenv.MarkRead(t, env.Store, accountID, readerID, contactID)
 }
 
 // list returns every conversation of the account (one page of the maximum size) as the reader sees it.
 func list(t testing.TB, accountID, readerID string, f report.ConversationFilter) []report.Conversation {
 	t.Helper()
-	convs, next, err := report.New(env.Store).Conversations(context.Background(), accountID, readerID, f, models.Page{Limit: models.MaxPageLimit})
-	if err != nil {
-		t.Fatalf("Conversations(%+v): %v", f, err)
-	}
-	if next != "" {
-		t.Fatalf("Conversations(%+v): more than one page", f)
-	}
-	return convs
+	return testenv.Conversations(t, report.New(env.Store), accountID, readerID, f)
 }
 
 // contactIDs returns the conversations' contact ids, in order.
-func contactIDs(convs []report.Conversation) []string {
-	ids := make([]string, len(convs))
-	for i, c := range convs {
-		ids[i] = c.Contact.ID
-	}
-	return ids
-}
+func contactIDs(convs []report.Conversation) []string { return testenv.ContactIDs(convs) }
 
 // find returns the conversation of the contact, failing the test when it is not listed.
 func find(t testing.TB, convs []report.Conversation, contactID string) report.Conversation {
 	t.Helper()
-	for _, c := range convs {
-		if c.Contact.ID == contactID {
-			return c
-		}
-	}
-	t.Fatalf("contact %s is not in the list %v", contactID, contactIDs(convs))
-	return report.Conversation{}
+	return testenv.FindConversation(t, convs, contactID)
 }
 
-func ptr[T any](v T) *T { return &v }
+func ptr[T any](v T) *T { return testenv.Ptr(v) }
 
 func TestMarkReadConcurrently(t *testing.T) {
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 
 	"funnelchat/models"
 	"funnelchat/models/report"
+	"funnelchat/models/testenv"
 )
 
 // TestHandoffsAreAssignedInTurn: hand-offs of unassigned conversations go to the available users in
@@ -166,11 +167,7 @@ func TestAssignRefusesOthers(t *testing.T) {
 
 func csAccountOwner(t testing.TB, accountID string) string {
 	t.Helper()
-	members, err := env.Store.TeamMembers(context.Background(), accountID)
-	if err != nil || len(members) == 0 {
-		t.Fatalf("team: %v", err)
-	}
-	return members[0].ID
+	return testenv.AccountOwner(t, env.Store, accountID)
 }
 
 func TestNotesAndCannedReplies(t *testing.T) {
@@ -467,9 +464,7 @@ func TestTeamRepliesRecordTheirAuthor(t *testing.T) {
 // rpSet runs a fixture update (times the store takes from the clock) and fails the test on error.
 func rpSet(t testing.TB, query string, args ...any) {
 	t.Helper()
-	if _, err := env.Store.DB().NewRaw(query, args...).Exec(context.Background()); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
+	testenv.Exec(t, env.Store, query, args...)
 }
 
 // TestRetryAllFailedMovesEachOnce: "Retry all failed" pressed by two users at once queues each failed

@@ -21,41 +21,27 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
 
 var emailSeq atomic.Int64
 
+// The account and user helpers below are testenv's fixtures on env.Store, shared with models/report.
+
 // uniqueEmail returns an email no other test uses (users' emails are unique across accounts).
-func uniqueEmail(name string) string {
-	return fmt.Sprintf("%s-%d-%d@example.com", name, time.Now().UnixNano(), emailSeq.Add(1))
-}
+func uniqueEmail(name string) string { return testenv.UniqueEmail(name) }
 
 // newAccount creates an account with a unique email; its owner has no password.
 func newAccount(t testing.TB) *models.CreatedAccount {
 	t.Helper()
-	created, err := env.Store.CreateAccount(context.Background(), models.NewAccount{Email: uniqueEmail("owner")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return created
+	return testenv.NewAccount(t, env.Store, "")
 }
 
 // addUser adds a user with the role to the account.
 func addUser(t testing.TB, accountID, role string) *models.AddedUser {
 	t.Helper()
-	added, err := env.Store.AddUser(context.Background(), accountID, uniqueEmail(role), role)
-	if err != nil {
-		t.Fatalf("AddUser(%s): %v", role, err)
-	}
-	return added
+	return testenv.AddUser(t, env.Store, accountID, role)
 }
 
 // wantCode fails the test unless err carries the domain error code.
 func wantCode(t testing.TB, err error, code, what string) {
 	t.Helper()
-	if err == nil {
-		t.Errorf("%s: no error, want %s", what, code)
-		return
-	}
-	if got := models.ErrorCode(err); got != code {
-		t.Errorf("%s: %v (code %s), want %s", what, err, got, code)
-	}
+	testenv.WantCode(t, err, code, what)
 }
 
 // newSession signs the user in and returns the raw token.
