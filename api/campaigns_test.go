@@ -151,7 +151,11 @@ func TestCampaignOpeningMessagesOnListAdd(t *testing.T) {
 	t.Run("re-adding contacts sends nothing", func(t *testing.T) {
 		r := do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactIds": ids})
 		expect(t, r, http.StatusOK, "")
-		time.Sleep(1500 * time.Millisecond)
+		// An opening is written only for a send, and an add records its sends in its own transaction:
+		// no new send, no new opening, without waiting for the worker.
+		if n := len(campaignSends(t, campaignID)); n != 6 {
+			t.Fatalf("%d openings owed after re-adding, want 6", n)
+		}
 		if n := len(campaignMessages(t, campaignID)); n != 6 {
 			t.Fatalf("%d openings after re-adding, want 6", n)
 		}
@@ -185,7 +189,8 @@ func TestCampaignsThatMustNotSend(t *testing.T) {
 		expect(t, do(t, "POST", srv.URL+"/v1/lists/"+listID+"/contacts", key, map[string]any{"contactId": contact}), http.StatusCreated, "")
 		setups[tc.name] = setup{campaignID, listID, contact}
 	}
-	time.Sleep(2 * time.Second)
+	// An opening is written only for a send, and an add records its sends in its own transaction: the
+	// sends' absence below is the proof, without waiting for the worker.
 	if n := len(hook.deliveries()); n != 0 {
 		t.Fatalf("%d messages sent", n)
 	}
@@ -218,8 +223,8 @@ func TestCampaignsThatMustNotSend(t *testing.T) {
 				}
 				return false
 			})
-			time.Sleep(time.Second) // anything queued with it has had its turn
-
+			// Openings are written only for sends, all recorded when contacts are added: one send, one
+			// opening, whatever the worker still has queued.
 			sends := campaignSends(t, s.campaignID)
 			if len(sends) != 1 || sends[0] != newcomer {
 				t.Errorf("openings owed to %v, want to the newcomer %s alone", sends, newcomer)
@@ -333,7 +338,9 @@ func TestFollowUpsAndRepliesInTheCampaignsVoice(t *testing.T) {
 		}
 		t.Fatalf("Tia's messages: %v", got)
 	}
-	time.Sleep(4 * time.Second) // past both follow-up times
+	// Her first follow-up fell due with Sal's: its task has run once her send's follow-ups are ended
+	// (a reply ends them; a follow-up written anyway would be counted below).
+	waitFor(t, 20*time.Second, "Tia's follow-ups to be ended", func() bool { return followUpsEnded(t, campaignID, talker) })
 	if n := len(perContact(talker)); n != 2 {
 		t.Fatalf("Tia has %d campaign messages, want 2: a reply cancels the follow-ups", n)
 	}
@@ -399,4 +406,16 @@ func TestFollowUpsDueWhilePausedAreSentWhenLiveAtThePacingRate(t *testing.T) {
 	if span := followUps[3].Sub(followUps[0]); span < 900*time.Millisecond {
 		t.Fatalf("the four held follow-ups went out within %s: not paced", span)
 	}
+}
+
+// followUpsEnded reports whether the campaign's send to the contact owes no more follow-ups.
+func followUpsEnded(t testing.TB, campaignID, contactID string) bool {
+	t.Helper()
+	var done []bool
+	err := env.Store.DB().NewSelect().Table("campaign_sends").Column("follow_ups_done").
+		Where("campaign_id = ? AND contact_id = ?", campaignID, contactID).Scan(t.Context(), &done)
+	if err != nil || len(done) != 1 {
+		t.Fatalf("send of %s: %v %v", contactID, done, err)
+	}
+	return done[0]
 }
