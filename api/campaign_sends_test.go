@@ -6,6 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hibiken/asynq"
+
+	"funnelchat/jobs"
 )
 
 // TestCampaignSendsFollowTheirOpeningsDelivery: a campaign's sends say what happened to the person,
@@ -70,7 +74,17 @@ func TestCampaignSendsFollowTheirOpeningsDelivery(t *testing.T) {
 	if gap := followUpAt.Sub(openingSentAt); gap < time.Second {
 		t.Fatalf("Ada's follow-up came %s after her opening was delivered, want its delay of about 1.1 s", gap)
 	}
-	time.Sleep(2 * time.Second) // past Bo's follow-up time, had it been scheduled
+	// Bo's follow-up was never scheduled: his send owes none, and no task for it waits in the queue.
+	boSend := sendIDOf(t, campaignID, bo)
+	if n, err := env.Store.DB().NewSelect().Table("campaign_sends").
+		Where("id = ? AND next_follow_up_at IS NULL", boSend).Count(t.Context()); err != nil || n != 1 {
+		t.Fatalf("Bo's send owes a follow-up (%v), want none", err)
+	}
+	inspector := asynq.NewInspector(env.Asynq)
+	defer inspector.Close()
+	if info, err := inspector.GetTaskInfo(jobs.QueueLow, "followup:"+boSend+":1"); err == nil {
+		t.Fatalf("Bo's follow-up is queued: %+v", info)
+	}
 	if n := len(campaignMessages(t, campaignID)); n != 3 {
 		t.Fatalf("%d campaign messages, want 3: Bo, whose opening failed, gets no follow-up", n)
 	}
