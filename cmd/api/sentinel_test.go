@@ -239,7 +239,14 @@ func TestSentinelFailoverLosingUnreplicatedWritesLosesNoMessage(t *testing.T) {
 	for time.Since(workerAt) < replyDeadline && !allRepliedTo(sink, accepted) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	swept := sweptBotReplies(t, worker.output())
+	// The sweep logs what it found once it has enqueued all of it, which can come after the replies it
+	// enqueued were delivered (the sweep took 0.9 s in a loaded run): wait for its line.
+	swept, sweeps := sweptBotReplies(worker.output())
+	for sweepDeadline := time.Now().Add(15 * time.Second); swept < n && time.Now().Before(sweepDeadline); {
+		time.Sleep(100 * time.Millisecond)
+		swept, sweeps = sweptBotReplies(worker.output())
+	}
+	t.Logf("sweeps that found owed work, bot replies each: %v", sweeps)
 	_, _, _, last := sink.tally(accepted)
 	t.Logf("%d tasks lost with the old master; %d bot replies re-enqueued by the sweep; the last reply %s after the new worker started (%s after the kill)",
 		lost, swept, last.Sub(workerAt).Round(time.Millisecond), last.Sub(killedAt).Round(time.Millisecond))
@@ -500,10 +507,7 @@ func allRepliedTo(sink *replySink, froms []string) bool {
 
 // sweptBotReplies adds up the bot replies the worker's sweeps re-enqueued (jobs.handleSweep logs each
 // sweep that found owed work, as JSON).
-func sweptBotReplies(t *testing.T, output string) int {
-	t.Helper()
-	total := 0
-	var counts []int
+func sweptBotReplies(output string) (total int, counts []int) {
 	for _, line := range strings.Split(output, "\n") {
 		var entry struct {
 			Msg        string `json:"msg"`
@@ -515,8 +519,7 @@ func sweptBotReplies(t *testing.T, output string) int {
 		total += entry.BotReplies
 		counts = append(counts, entry.BotReplies)
 	}
-	t.Logf("sweeps that found owed work, bot replies each: %v", counts)
-	return total
+	return total, counts
 }
 
 // A key rotation must survive a failover: the revoked mark in the key cache (models/keycache.go) is on
