@@ -120,7 +120,7 @@ func (h *Handler) attemptWith(ctx context.Context, m *models.Message, acc *model
 	}
 	// The door decides this attempt once; the transport follows its decision. Nothing is held
 	// across the call.
-	d, err := h.Store.DecideAttempt(ctx, m, nil, h.Config.WebhookTimeout)
+	d, err := h.Store.DecideAttempt(ctx, m, h.Config.WebhookTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -14,8 +14,8 @@ import (
 
 // The outgoing door: every message the service sends to a contact (a campaign's opening or follow-up,
 // a bot reply, a team member's reply, a send_custom_channel_message) is decided by Decide, once when
-// it is written and again at each delivery attempt (DecideAttempt, handover.go), so that a rule about who may be written to,
-// when and on which channel is kept in one place (README, "Outgoing messages").
+// it is written and again at each delivery attempt (DecideAttempt, handover.go), so that a rule about
+// who may be written to, when and on which channel is kept in one place (README, "Outgoing messages").
 
 // Purposes of an outgoing message: what it is decides which rules apply to it (rules.PurposeCampaign
 // and the others).
@@ -152,8 +152,13 @@ func ConsentRule(purpose string, contact *Contact, channel string) (d Decision, 
 
 // doorContact reads what the door needs of a contact: its consent, phone and time zone.
 func doorContact(ctx context.Context, db bun.IDB, contactID string) (*Contact, error) {
+	return readDoorContact(ctx, db.NewSelect(), contactID)
+}
+
+// readDoorContact is doorContact with q as the select to run (DecideAttempt's share-locks the row).
+func readDoorContact(ctx context.Context, q *bun.SelectQuery, contactID string) (*Contact, error) {
 	c := new(Contact)
-	err := db.NewSelect().Model(c).Column("id", "account_id", "phone", "time_zone", "consent").Where("id = ?", contactID).Scan(ctx)
+	err := q.Model(c).Column("id", "account_id", "phone", "time_zone", "consent").Where("id = ?", contactID).Scan(ctx)
 	if isNoRows(err) {
 		return &Contact{ID: contactID, Consent: ConsentMap{}}, nil // deleted meanwhile: nothing recorded
 	}

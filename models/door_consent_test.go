@@ -115,12 +115,12 @@ func TestDoorConsentOptedOut(t *testing.T) {
 	doorWant(t, "bot reply on live-chat", doorDecide(t, outgoing(models.PurposeBotReply, chat)), models.SendNow, time.Time{}, "")
 
 	// Stored messages about to be delivered: the confirmation goes, the earlier reply does not.
-	d, err := env.Store.DecideAttempt(ctx, kw.Reply, nil, time.Second)
+	d, err := env.Store.DecideAttempt(ctx, kw.Reply, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	doorWant(t, "delivery of the STOP confirmation", d, models.SendNow, time.Time{}, "")
-	d, err = env.Store.DecideAttempt(ctx, before, nil, time.Second)
+	d, err = env.Store.DecideAttempt(ctx, before, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

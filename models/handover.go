@@ -32,39 +32,28 @@ const handoverMargin = 5 * time.Second
 // DecideAttempt is the door's decision for one delivery attempt of the stored outgoing message m
 // (read by MessageForWork, or a bot reply built for its first attempt, with its Contact): consent, the
 // channel's messaging window and the contact's address, as when it was written; quiet hours were
-// decided then and are not applied again. campaign is the message's campaign when the caller has it
-// (nil: loaded here when a WhatsApp template may be needed). A campaign message the door lets go is
-// marked handed over until callTimeout (plus a margin) from now; see above.
-func (s *Store) DecideAttempt(ctx context.Context, m *Message, campaign *Campaign, callTimeout time.Duration) (Decision, error) {
-	if campaign == nil && m.CampaignID != nil && m.Author == AuthorCampaign && m.Transport == ChannelWhatsApp {
-		c, err := s.Campaign(ctx, *m.CampaignID)
-		if err != nil && ErrorCode(err) != CodeNotFound {
-			return Decision{}, fmt.Errorf("decide attempt: %w", err)
-		}
-		campaign = c
+// decided then and are not applied again. A campaign message the door lets go is marked handed over
+// until callTimeout (plus a margin) from now; see above.
+func (s *Store) DecideAttempt(ctx context.Context, m *Message, callTimeout time.Duration) (Decision, error) {
+	out, err := s.storedOutgoing(ctx, m)
+	if err != nil {
+		return Decision{}, fmt.Errorf("decide attempt: %w", err)
 	}
-	out := Outgoing{
-		Purpose: PurposeOf(m), AccountID: m.AccountID, ContactID: m.ContactID, Campaign: campaign, Contact: m.Contact,
-		Route: Route{Channel: m.Channel, Transport: m.Transport, ToID: m.ToID}, Delivery: true,
-	}
+	out.Delivery = true
 	if m.Author != AuthorCampaign {
 		return s.decide(ctx, s.db, out)
 	}
 	var d Decision
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		contact := new(Contact)
-		q := tx.NewSelect().Model(contact).Column("id", "account_id", "phone", "time_zone", "consent").Where("id = ?", m.ContactID)
+	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewSelect()
 		if !s.IsSQLite() {
-			q = q.For("SHARE")
+			q = q.For("SHARE") // the consent change's lock (FOR UPDATE) waits for this transaction
 		}
-		if err := q.Scan(ctx); err != nil {
-			if !isNoRows(err) {
-				return err
-			}
-			contact = &Contact{ID: m.ContactID, Consent: ConsentMap{}} // deleted meanwhile: nothing recorded
+		contact, err := readDoorContact(ctx, q, m.ContactID)
+		if err != nil {
+			return err
 		}
 		out.Contact = contact
-		var err error
 		if d, err = s.decide(ctx, tx, out); err != nil || !d.Allowed() {
 			return err
 		}
@@ -76,6 +65,24 @@ func (s *Store) DecideAttempt(ctx context.Context, m *Message, campaign *Campaig
 		return Decision{}, fmt.Errorf("decide attempt: %w", err)
 	}
 	return d, nil
+}
+
+// storedOutgoing is the door's view of the stored outgoing message m: its purpose, route and contact
+// (m.Contact: nil lets the door read it), and for a campaign's message on WhatsApp its campaign, whose
+// approved template the window rule may need. Delivery attempts and retries ask the door with it.
+func (s *Store) storedOutgoing(ctx context.Context, m *Message) (Outgoing, error) {
+	out := Outgoing{
+		Purpose: PurposeOf(m), AccountID: m.AccountID, ContactID: m.ContactID, Contact: m.Contact,
+		Route: Route{Channel: m.Channel, Transport: m.Transport, ToID: m.ToID},
+	}
+	if m.CampaignID != nil && m.Author == AuthorCampaign && m.Transport == ChannelWhatsApp {
+		c, err := s.Campaign(ctx, *m.CampaignID)
+		if err != nil && ErrorCode(err) != CodeNotFound {
+			return Outgoing{}, err
+		}
+		out.Campaign = c
+	}
+	return out, nil
 }
 
 // HandoverWait is how long the contact's campaign messages that are handed over to their channel may

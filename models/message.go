@@ -421,7 +421,7 @@ func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Me
 		if d.Verdict == DoNotSend {
 			res, err := tx.NewUpdate().Model((*Message)(nil)).Set("error = ?", d.Reason).Set("next_attempt_at = NULL").
 				Where("id = ? AND status = ?", m.ID, StatusFailed).Exec(ctx)
-			return moved(res, err, m)
+			return moved(res, err)
 		}
 		if m.Author == AuthorCampaign {
 			// A failed opening being delivered again: its send is pending until this delivery ends.
@@ -441,7 +441,7 @@ func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Me
 			Set("delivery_round = delivery_round + 1").
 			Where("id = ? AND status = ?", m.ID, StatusFailed).
 			Exec(ctx)
-		return moved(res, err, m)
+		return moved(res, err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redeliver: %w", err)
@@ -453,8 +453,9 @@ func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Me
 	return m, err
 }
 
-// moved is the outcome of Redeliver's UPDATE of m: CONFLICT when another retry moved it first.
-func moved(res sql.Result, err error, m *Message) error {
+// moved is the outcome of Redeliver's UPDATE of the message: CONFLICT when another retry moved it
+// first.
+func moved(res sql.Result, err error) error {
 	if err != nil {
 		return err
 	}
@@ -468,18 +469,11 @@ func moved(res sql.Result, err error, m *Message) error {
 // and window as for any delivery, and for a campaign's message the contact's quiet hours too (a
 // retry is a new decision to send it, at a time nobody chose).
 func (s *Store) retryDecision(ctx context.Context, m *Message) (Decision, error) {
-	var campaign *Campaign
-	if m.CampaignID != nil && m.Author == AuthorCampaign {
-		c, err := s.Campaign(ctx, *m.CampaignID)
-		if err != nil && ErrorCode(err) != CodeNotFound {
-			return Decision{}, err
-		}
-		campaign = c
+	out, err := s.storedOutgoing(ctx, m)
+	if err != nil {
+		return Decision{}, err
 	}
-	return s.Decide(ctx, Outgoing{
-		Purpose: PurposeOf(m), AccountID: m.AccountID, ContactID: m.ContactID, Campaign: campaign,
-		Route: Route{Channel: m.Channel, Transport: m.Transport, ToID: m.ToID},
-	})
+	return s.Decide(ctx, out)
 }
 
 // copyOf returns a pointer to a copy of *p (nil for nil), for a row that must not share its
