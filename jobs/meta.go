@@ -116,10 +116,10 @@ func graphError(body []byte) (string, bool, bool) {
 }
 
 // metaTransport sends through an account's Messenger or Instagram credentials, inside Meta's messaging
-// windows, which the door checks for each attempt before any call: within 24 hours of the contact's last message on the
-// channel anything goes out as a RESPONSE; from 24 hours to 7 days only a reply typed by a team member,
-// with the HUMAN_AGENT tag; otherwise the message fails with OUTSIDE_MESSAGING_WINDOW and no call is
-// made (a final failure: waiting cannot bring the window back).
+// windows, which the door checks for each attempt before any call: within 24 hours of the contact's
+// last message on the channel anything goes out as a RESPONSE; from 24 hours to 7 days only a reply
+// typed by a team member, with the HUMAN_AGENT tag; otherwise the message fails with
+// OUTSIDE_MESSAGING_WINDOW and no call is made (a final failure: waiting cannot bring the window back).
 type metaTransport struct {
 	channel string
 	store   *models.Store

@@ -13,8 +13,9 @@ const MaxRetryAll = 1000
 
 // RetryAllFailed puts up to MaxRetryAll of the account's failed outgoing messages, oldest first, back
 // to pending in a new delivery round (as Redeliver does one, asking the door again) and returns those
-// it moved, for the caller to queue; one the door refuses now stays failed and is not returned. Each message moves once however many ask at the same time: a second press, or another
-// user's, finds it pending and leaves it.
+// it moved, for the caller to queue; one the door refuses now stays failed and is not returned. Each
+// message moves once however many ask at the same time: a second press, or another user's, finds it
+// pending and leaves it.
 func (s *Store) RetryAllFailed(ctx context.Context, accountID string) ([]*Message, error) {
 	var ids []string
 	err := s.db.NewSelect().Model((*Message)(nil)).Column("id").

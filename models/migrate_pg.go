@@ -26,8 +26,9 @@ func postgresOnly(db *bun.DB, sql string) func(context.Context, *migrate.Migrato
 // account's one row (FOR KEY SHARE), so every concurrent write of an account shares that lock: with two
 // or more it becomes a MultiXact, created and logged anew by each new locker. Accounts are never
 // deleted, and every row's account_id is the authenticated account's or its parent row's, so the keys
-// guarded nothing the code does not. Measured (docs/performance.md, fourth sitting): PostgreSQL's CPU per answered
-// message -5 to -7%, replies/s +4 to +7% in 3 closed-loop pairs. The other tables keep theirs.
+// guarded nothing the code does not. Measured (docs/performance.md, fourth sitting): PostgreSQL's CPU
+// per answered message -5 to -7%, replies/s +4 to +7% in 3 closed-loop pairs. The other tables keep
+// theirs.
 func accountForeignKeysMigration(db *bun.DB) migrate.Migration {
 	return migrate.Migration{
 		Name: "20261130000002", Comment: "hot_path_account_foreign_keys",

@@ -9,7 +9,8 @@ import (
 
 // CreateCampaign creates a campaign, with its send counts (all zero). Nothing is queued, even for a
 // campaign created live: it owes openings only to contacts added to its list from then on (AddToList
-// and ImportContacts queue those), never to those already on it. Errors: those of models.Store.CreateCampaign.
+// and ImportContacts queue those), never to those already on it. Errors: those of
+// models.Store.CreateCampaign.
 func (a *App) CreateCampaign(ctx context.Context, accountID string, in models.CampaignInput) (*models.Campaign, error) {
 	campaign, err := a.store.CreateCampaign(ctx, accountID, in)
 	if err != nil {
