@@ -124,7 +124,7 @@ func TestHumanReplyPausesTheBot(t *testing.T) {
 		{"empty body", "POST", "/v1/contacts/" + contactID + "/messages", map[string]any{"body": "  "}, 400},
 		{"body not a string", "POST", "/v1/contacts/" + contactID + "/messages", map[string]any{"body": 1}, 400},
 		{"unknown contact", "POST", "/v1/contacts/ct_nope/messages", map[string]any{"body": "hi"}, 404},
-		{"contact that never wrote on a custom channel", "POST", "/v1/contacts/" + apiContact + "/messages", map[string]any{"body": "hi"}, 400},
+		{"contact never written to and never writing", "POST", "/v1/contacts/" + apiContact + "/messages", map[string]any{"body": "hi"}, 409},
 		{"bot switch without active", "PUT", "/v1/contacts/" + contactID + "/bot", map[string]any{}, 400},
 		{"bot switch with a string", "PUT", "/v1/contacts/" + contactID + "/bot", map[string]any{"active": "yes"}, 400},
 		{"bot switch of an unknown contact", "PUT", "/v1/contacts/ct_nope/bot", map[string]any{"active": true}, 404},

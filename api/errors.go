@@ -29,6 +29,7 @@ var statusByCode = map[string]int{
 	codeMethodNotAllowed:         fiber.StatusMethodNotAllowed,
 	models.CodeConflict:          fiber.StatusConflict,
 	models.CodeOptedOut:          fiber.StatusConflict,
+	models.CodeNoAddress:         fiber.StatusConflict,
 	models.CodeTooLarge:          fiber.StatusRequestEntityTooLarge,
 	models.CodeIdempotencyReused: fiber.StatusUnprocessableEntity,
 	codeRateLimited:              fiber.StatusTooManyRequests,

@@ -62,12 +62,11 @@ func (h *Handler) answer(ctx context.Context, in *models.Message, try botTry) er
 	if contact.BotPaused {
 		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
 	}
-	// The reply goes back where the message came from, if the outgoing door lets it; asked before the
-	// model is, so that a reply that may not go costs nothing. (Answering the contact's own message,
-	// it needs no query: the message itself is the latest the contact wrote on its channel.)
+	// The reply goes back where the message came from (models.AnswerRoute), if the outgoing door lets
+	// it; asked before the model is, so that a reply that may not go costs nothing.
 	d, err := h.Store.Decide(ctx, models.Outgoing{
 		Purpose: models.PurposeBotReply, AccountID: in.AccountID, ContactID: in.ContactID, RepliesTo: in, Contact: contact,
-		Route: models.Route{Channel: in.Channel, Transport: in.Transport, ToID: in.FromID},
+		Route: models.AnswerRoute(in),
 	})
 	if err != nil {
 		return err

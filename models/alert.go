@@ -90,13 +90,14 @@ func (s *Store) writeHandoffMessage(ctx context.Context, tx bun.Tx, incoming *Me
 	if body == "" {
 		return nil, nil
 	}
+	r := AnswerRoute(incoming)
 	reply := &Message{
 		ID: newID(prefixMessage), AccountID: incoming.AccountID, ContactID: incoming.ContactID, CampaignID: copyOf(incoming.CampaignID),
-		Direction: DirectionOutgoing, Channel: incoming.Channel, Transport: incoming.Transport, MessageType: MessageTypeText,
-		Body: body, ToID: incoming.FromID, Author: AuthorBot, Status: StatusPending, ReplyToID: &incoming.ID, CreatedAt: now(),
+		Direction: DirectionOutgoing, Channel: r.Channel, Transport: r.Transport, MessageType: MessageTypeText,
+		Body: body, ToID: r.ToID, Author: AuthorBot, Status: StatusPending, ReplyToID: &incoming.ID, CreatedAt: now(),
 	}
 	d, err := s.decide(ctx, tx, Outgoing{Purpose: PurposeBotReply, AccountID: incoming.AccountID, ContactID: incoming.ContactID,
-		RepliesTo: incoming, Route: Route{Channel: reply.Channel, Transport: reply.Transport, ToID: reply.ToID}})
+		RepliesTo: incoming, Route: r})
 	if err != nil || !d.Allowed() {
 		return nil, err
 	}

@@ -422,40 +422,6 @@ func newCampaignMessage(out OutgoingMessage) *Message {
 
 func hours(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }
 
-// ContactAddress returns the contact's address on a transport: the phone for SMS and WhatsApp; the
-// latest Messenger or Instagram sender id for those (see MetaSenderID); for a custom channel the
-// latest custom-channel fromId it wrote from, else its phone, else its email. "" when it has none.
-func (s *Store) ContactAddress(ctx context.Context, c *Contact, transport string) (string, error) {
-	switch transport {
-	case ChannelSMS, ChannelWhatsApp:
-		if c.Phone == nil {
-			return "", nil
-		}
-		return *c.Phone, nil
-	}
-	q := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").Where("contact_id = ?", c.ID)
-	if IsMetaChannel(transport) {
-		q = q.Where("external_id LIKE ?", transport+":%")
-	} else {
-		q = q.Where("external_id NOT LIKE ? AND external_id NOT LIKE ?", ChannelMessenger+":%", ChannelInstagram+":%")
-	}
-	var ids []string
-	if err := q.Order("created_at DESC").Limit(1).Scan(ctx, &ids); err != nil {
-		return "", err
-	}
-	switch {
-	case len(ids) > 0:
-		return ids[0], nil
-	case IsMetaChannel(transport):
-		return "", nil
-	case c.Phone != nil:
-		return *c.Phone, nil
-	case c.Email != nil:
-		return *c.Email, nil
-	}
-	return "", nil
-}
-
 // SendView is a campaign send as GET /v1/campaigns/{id}/sends lists it.
 type SendView struct {
 	ID        string     `json:"-"`

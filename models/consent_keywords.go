@@ -108,13 +108,14 @@ func (s *Store) applyKeyword(ctx context.Context, m *Message, kind KeywordKind, 
 		case KeywordHelp:
 			text = settings.HelpText
 		}
+		r := AnswerRoute(m)
 		reply := &Message{
 			ID: newID(prefixMessage), AccountID: m.AccountID, ContactID: m.ContactID, Direction: DirectionOutgoing,
-			Channel: m.Channel, Transport: m.Transport, MessageType: MessageTypeText, Body: text, ToID: m.FromID,
+			Channel: r.Channel, Transport: r.Transport, MessageType: MessageTypeText, Body: text, ToID: r.ToID,
 			Author: AuthorSystem, Status: StatusPending, ReplyToID: &m.ID, CreatedAt: now(),
 		}
 		d, err := s.decide(ctx, tx, Outgoing{Purpose: PurposeCompliance, AccountID: m.AccountID, ContactID: m.ContactID,
-			Contact: contact, RepliesTo: m, Route: Route{Channel: reply.Channel, Transport: reply.Transport, ToID: reply.ToID}})
+			Contact: contact, RepliesTo: m, Route: r})
 		if err != nil {
 			return err
 		}

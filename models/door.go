@@ -2,8 +2,6 @@ package models
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -229,59 +227,15 @@ func PurposeOf(m *Message) string {
 }
 
 // CampaignRoute is where a campaign's messages to the contact go: the campaign's channel, at the
-// contact's address there ("" when it has none).
+// address RouteTo gives there ("" when it has none: the door then refuses the message with the reason).
 func (s *Store) CampaignRoute(ctx context.Context, c *Campaign, contact *Contact) (Route, error) {
-	to, err := s.ContactAddress(ctx, contact, c.Transport())
+	r, err := s.RouteTo(ctx, contact, c.ChannelLabel(), nil)
+	if ErrorCode(err) == CodeNoAddress {
+		return Route{Channel: c.ChannelLabel(), Transport: c.Transport()}, nil
+	}
 	if err != nil {
 		return Route{}, fmt.Errorf("campaign route: %w", err)
 	}
-	return Route{Channel: c.ChannelLabel(), Transport: c.Transport(), ToID: to}, nil
-}
-
-// ReplyRoute is where a team member's reply to the contact goes: to the sender id the contact last
-// wrote from, on that message's channel (on channel, when one is given). A contact that has not
-// written on a custom channel is answered at its custom-channel id (the first it was known by).
-// Errors: VALIDATION_ERROR when there is nowhere to reply.
-func (s *Store) ReplyRoute(ctx context.Context, contact *Contact, channel string) (Route, error) {
-	last := new(Message)
-	q := s.db.NewSelect().Model(last).Column("from_id", "channel", "transport").
-		Where("contact_id = ? AND direction = ?", contact.ID, DirectionIncoming).Order("id DESC").Limit(1)
-	if channel != "" {
-		q = q.Where("channel = ?", channel)
-	}
-	r := Route{Channel: channel, Transport: TransportCustom}
-	if err := q.Scan(ctx); err == nil {
-		r = Route{Channel: last.Channel, Transport: last.Transport, ToID: last.FromID}
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return Route{}, fmt.Errorf("reply route: %w", err)
-	}
-	if r.ToID != "" {
-		return r, nil
-	}
-	switch {
-	case IsMetaChannel(channel):
-		return Route{}, Errorf(CodeValidation, "the contact has never written on %s, so a reply cannot go there", channel)
-	case channel == ChannelSMS || channel == ChannelWhatsApp:
-		// The provider's channel, at the contact's phone (WhatsApp's window then decides).
-		if contact.Phone == nil || *contact.Phone == "" {
-			return Route{}, Errorf(CodeValidation, "the contact has no phone number to reply to on %s", channel)
-		}
-		return Route{Channel: channel, Transport: channel, ToID: *contact.Phone}, nil
-	}
-	var ids []string
-	err := s.db.NewSelect().Model((*contactIdentity)(nil)).Column("external_id").Where("contact_id = ?", contact.ID).
-		Where("external_id NOT LIKE ? AND external_id NOT LIKE ?", ChannelMessenger+":%", ChannelInstagram+":%").
-		Order("created_at").Limit(1).Scan(ctx, &ids)
-	if err != nil {
-		return Route{}, fmt.Errorf("reply route: %w", err)
-	}
-	if len(ids) == 0 {
-		return Route{}, Errorf(CodeValidation, "the contact has no custom-channel id to reply to: it has not written on a custom channel")
-	}
-	if channel == "" {
-		return Route{}, Errorf(CodeValidation, "channel is required: the contact has no incoming message to reply to")
-	}
-	r.ToID = ids[0]
 	return r, nil
 }
 
@@ -297,9 +251,9 @@ type ReplyPlan struct {
 // PlanTeamReply tells what a team member's reply to the contact would do now (on channel, when one is
 // given), for the inbox to show before anything is typed. It is what HumanReply does.
 func (s *Store) PlanTeamReply(ctx context.Context, contact *Contact, channel string) (ReplyPlan, error) {
-	route, err := s.ReplyRoute(ctx, contact, channel)
+	route, err := s.RouteTo(ctx, contact, channel, nil)
 	if err != nil {
-		if ErrorCode(err) == CodeValidation {
+		if ErrorCode(err) == CodeNoAddress {
 			return ReplyPlan{Problem: ErrorMessage(err)}, nil
 		}
 		return ReplyPlan{}, err

@@ -114,13 +114,12 @@ func updateContactFields(ctx context.Context, tx bun.Tx, c *Contact, first, last
 }
 
 // HumanReply stores a reply typed by a team member and pauses the bot for the contact. It goes where
-// and as the outgoing door says (PlanTeamReply): without channel, on the channel of the contact's
-// latest incoming message. A reply the door refuses (outside a messaging window) is stored as failed
-// with the reason and never reaches a provider; otherwise it is stored pending, for the worker to
-// deliver. The reply records its author, the account's user authorID ("": the account's owner, who
-// answers for an API key). Errors: NOT_FOUND, VALIDATION_ERROR (empty body, nowhere to reply, or an
-// author who is not the account's), OPTED_OUT (the contact opted out on the channel: nothing is
-// stored).
+// RouteTo says (without channel, on the conversation's channel) and as the outgoing door says
+// (PlanTeamReply). A reply the door refuses (outside a messaging window) is stored as failed with the
+// reason and never reaches a provider; otherwise it is stored pending, for the worker to deliver. The
+// reply records its author, the account's user authorID ("": the account's owner, who answers for an
+// API key). Errors: NOT_FOUND, VALIDATION_ERROR (empty body, or an author who is not the account's),
+// NO_ADDRESS (nowhere to reply), OPTED_OUT (the contact opted out on the channel: nothing is stored).
 func (s *Store) HumanReply(ctx context.Context, accountID, contactID, authorID, body, channel string) (*Message, error) {
 	channel = strings.TrimSpace(channel)
 	if strings.TrimSpace(body) == "" {
@@ -145,7 +144,7 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, authorID, 
 		return nil, fmt.Errorf("human reply: %w", err)
 	}
 	if plan.Problem != "" {
-		return nil, Errorf(CodeValidation, "%s", plan.Problem)
+		return nil, Errorf(CodeNoAddress, "%s", plan.Problem)
 	}
 	if plan.Decision.Code() == ReasonOptedOut {
 		return nil, refusal(plan.Decision)
