@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 )
 
 // Campaign send states: what happened to the person, following the opening message.
@@ -121,10 +122,17 @@ type DueSend struct {
 // owes each newly added contact. A contact that already had a campaign's opening gets none again.
 func triggerCampaigns(ctx context.Context, tx bun.Tx, accountID, listID string, contactIDs []string) ([]DueSend, error) {
 	var campaigns []Campaign
-	err := tx.NewSelect().Model(&campaigns).
-		Where("account_id = ? AND list_id = ? AND status = ? AND trigger_on_list_add AND type <> ?", accountID, listID, CampaignLive, CampaignIncoming).
-		Order("id").Scan(ctx)
-	if err != nil || len(campaigns) == 0 {
+	q := tx.NewSelect().Model(&campaigns).
+		Where("account_id = ? AND list_id = ? AND status IN (?) AND trigger_on_list_add AND type <> ?",
+			accountID, listID, bun.In([]string{CampaignLive, CampaignPaused}), CampaignIncoming).
+		Order("id")
+	if tx.Dialect().Name() == dialect.PG {
+		// A status change (UpdateCampaign) locks the campaign's row: this add waits for it and then
+		// reads the new status, so a send is never written held by a pause that has just ended (and
+		// that the resume, which queues the held sends, could not see).
+		q = q.For("SHARE")
+	}
+	if err := q.Scan(ctx); err != nil || len(campaigns) == 0 {
 		return nil, err
 	}
 	var due []DueSend
@@ -138,11 +146,16 @@ func triggerCampaigns(ctx context.Context, tx bun.Tx, accountID, listID string, 
 				DueAt: at.Add(time.Duration(c.OpeningDelayMinutes) * time.Minute), CreatedAt: at, StatusAt: &at,
 				Variant: c.pickVariant(),
 			}
+			if c.Status == CampaignPaused {
+				// Paused holds: the send is owed (counted as added, listed as queued, reason paused)
+				// and going live again queues it (resumeSends).
+				send.Status = SendHeld
+			}
 			res, err := tx.NewInsert().Model(send).On("CONFLICT DO NOTHING").Exec(ctx)
 			if err != nil {
 				return nil, err
 			}
-			if n, _ := res.RowsAffected(); n == 1 {
+			if n, _ := res.RowsAffected(); n == 1 && send.Status == SendQueued {
 				due = append(due, DueSend{SendID: send.ID, DueAt: send.DueAt})
 			}
 		}
@@ -473,7 +486,8 @@ func (s *Store) CampaignSends(ctx context.Context, accountID, campaignID, status
 			v.At = *r.StatusAt
 		}
 		if r.Status == SendHeld {
-			v.Status = SendQueued
+			paused := "paused" // its campaign is paused; going live queues it
+			v.Status, v.Reason = SendQueued, &paused
 		}
 		if v.Status == SendQueued || v.Status == SendDeferred {
 			due := r.DueAt

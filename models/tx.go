@@ -19,6 +19,10 @@ import (
 //  2. then the contact's campaign sends;
 //  3. then its messages.
 //
+// A campaign's row comes before its sends: a status change locks it (UpdateCampaign, then the held
+// sends it queues again) and a list add share-locks it after inserting the list's members and before
+// writing the sends it owes (triggerCampaigns).
+//
 // Several rows of one table are locked in id order: a batch add to a list inserts its members, and
 // queues its campaign sends, with the contact ids sorted (AddToList). An insert that a unique key or
 // a foreign key makes wait counts as a lock of that row.
