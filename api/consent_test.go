@@ -193,6 +193,24 @@ func TestKeywordsOnEveryPath(t *testing.T) {
 			t.Fatalf("the bot's opt-out answered %q, want the account's confirmation", b[0])
 		}
 	})
+
+	// Requests a user reported as answered with the bot's greeting and goal.
+	for i, text := range []string{"stop sending me this", "STOP sending me this", "stop sending this", "stop sending me stuff"} {
+		t.Run("the offline bot answers "+text+" with the confirmation", func(t *testing.T) {
+			r := chatIncoming(t, srv, key, fmt.Sprintf("kw-stop-%d", i), fmt.Sprintf("stopper-%d", i), "live-chat", text)
+			expect(t, r, http.StatusOK, "")
+			contact := senderOf(t, srv, key, r)
+			waitFor(t, 10*time.Second, "the answer", func() bool { return len(hookBodies(hook, contact)) > 0 })
+			if b := hookBodies(hook, contact); len(b) != 1 || b[0] != "Ciao!" {
+				t.Fatalf("%q was answered %q, want only the account's confirmation", text, b)
+			}
+			channels, events := consentOf(t, srv, key, contact)
+			if statusOn(channels, "live-chat") != models.ConsentOptedOut || len(events) != 1 || events[0]["source"] != "bot" ||
+				events[0]["text"] != text {
+				t.Fatalf("consent after %q: channels %v, events %v", text, channels, events)
+			}
+		})
+	}
 }
 
 // TestOptOutSuppressesWhatCampaignsOwe: a queued opening to a contact who opts out on the campaign's

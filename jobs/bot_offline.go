@@ -8,11 +8,15 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/language"
+
+	"funnelchat/models"
 )
 
 // offlineBot answers without a model: deterministic and never empty. It writes in the request's
 // language when it has texts for it (offlineLanguages; any other language gets English), follows the
 // instructions' `when <word>[, <word>...]: <answer>` rules (offlineRules), and steers toward the goal.
+// A message that asks to opt out in plain words (models.AsksToOptOut, in every language it writes)
+// gets the opt-out, never that text.
 type offlineBot struct{}
 
 // handoffWords are the words that, as whole words (or with a plural -s) in any case, mean the contact
@@ -36,7 +40,7 @@ func (offlineBot) Reply(_ context.Context, req BotRequest) (BotResponse, error) 
 		return BotResponse{Text: tx.followUp(name, goal)}, nil
 	}
 	last := lastContactText(req.History)
-	if asksToOptOut(last) {
+	if models.AsksToOptOut(last) {
 		return BotResponse{OptOut: true}, nil
 	}
 	if asksForHuman(last) {

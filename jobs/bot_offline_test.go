@@ -2,10 +2,14 @@ package jobs
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"funnelchat/models/rules"
 )
 
 func TestOfflineBotHandoffWords(t *testing.T) {
@@ -215,4 +219,55 @@ func TestOfflineBotRules(t *testing.T) {
 			t.Errorf("follow-up %q, want %q", got.Text, want)
 		}
 	})
+}
+
+// A request to stop, in the contact's own words, is answered with the opt-out (the service then sends
+// the account's confirmation), never with the bot's greeting and goal: the four messages a user reported
+// as answered with a sales push, and one in each other language the bot writes. A sentence that only
+// looks like one ("don't stop", "stop by") is answered as usual.
+func TestOfflineBotOptOut(t *testing.T) {
+	bot := NewBot(loadConfig(t, map[string]string{}), nil)
+	for _, tt := range []struct {
+		language, text string
+		optOut         bool
+	}{
+		{"en", "stop sending me this", true},
+		{"en", "STOP sending me this", true},
+		{"en", "stop sending this", true},
+		{"en", "stop sending me stuff", true},
+		{"es", "deja de enviarme esto", true},
+		{"pt-BR", "pare de mandar isso", true},
+		{"fr", "arrêtez d'envoyer ça", true},
+		{"de", "hören Sie auf, mir das zu schicken", true},
+		{"it", "smettete di mandare questa roba", true},
+		{"en", "don't stop sending me deals", false},
+		{"en", "I'll stop by the store tomorrow", false},
+		{"es", "no dejes de escribirme", false},
+		{"pt-BR", "não pare de me mandar novidades", false},
+	} {
+		t.Run(tt.text, func(t *testing.T) {
+			req := BotRequest{Language: tt.language, FirstName: "Ann", Goal: "book a demo call",
+				History: []BotTurn{{Role: BotRoleAssistant, Text: "Hi Ann! Want a demo?"}, {Role: BotRoleUser, Text: tt.text}}}
+			got, err := bot.Reply(context.Background(), req)
+			if err != nil {
+				t.Fatalf("Reply: %v", err)
+			}
+			if tt.optOut {
+				if diff := cmp.Diff(BotResponse{OptOut: true}, got); diff != "" {
+					t.Errorf("answer to an opt-out (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if got.OptOut || got.Text == "" {
+				t.Errorf("answer %+v, want the bot's usual text", got)
+			}
+		})
+	}
+}
+
+// The offline bot writes no language in which it cannot read a request to opt out.
+func TestOfflineLanguagesHaveOptOutPhrases(t *testing.T) {
+	if got, want := slices.Sorted(maps.Keys(offlineLanguages)), rules.OptOutLanguages(); !slices.Equal(got, want) {
+		t.Errorf("the offline bot writes %q, rules.AsksToOptOut reads %q", got, want)
+	}
 }

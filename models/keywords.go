@@ -31,6 +31,10 @@ func ClassifyKeyword(body string, optOutExtra, optInExtra []string) KeywordKind 
 	return rules.ClassifyKeyword(body, optOutExtra, optInExtra)
 }
 
+// AsksToOptOut reports whether an incoming message asks, in plain words or as a keyword, to receive
+// no more messages (rules.AsksToOptOut).
+func AsksToOptOut(text string) bool { return rules.AsksToOptOut(text) }
+
 // ValidKeyword checks an account's own keyword: 1-20 letters of any script, without digits, spaces
 // or punctuation, so that it reads as one word and cannot swallow ordinary replies. A combining mark
 // after a letter counts as part of it (Devanagari vowel signs, a decomposed "ê"), not as a letter of

@@ -1,8 +1,8 @@
-package jobs
+package rules
 
 import (
-	"maps"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +16,7 @@ func TestAsksToOptOutPositives(t *testing.T) {
 			"no more texts", "Remove me from your list", "please take me off your list", "Unsubscribe me",
 			"leave me alone", "Opt me out", "I want to unsubscribe", "how do I opt out?", "I unsubscribed last week",
 			"delete my number", "please stop", "Stop it", "Why don't you stop texting me?",
-			// The contact asks for no more texts, whatever else it asks for (see asksToOptOut).
+			// The contact asks for no more texts, whatever else it asks for (see AsksToOptOut).
 			"don't text me the price, call me",
 		},
 		"es": {
@@ -56,8 +56,8 @@ func TestAsksToOptOutPositives(t *testing.T) {
 		},
 	} {
 		for _, text := range texts {
-			if !asksToOptOut(text) {
-				t.Errorf("%s: asksToOptOut(%q) = false, want true", lang, text)
+			if !AsksToOptOut(text) {
+				t.Errorf("%s: AsksToOptOut(%q) = false, want true", lang, text)
 			}
 		}
 	}
@@ -84,35 +84,37 @@ func TestAsksToOptOutNegatives(t *testing.T) {
 		// Short messages count only as the whole message.
 		"para mañana", "basta con un clic", "stop it from happening", "enough time?",
 	} {
-		if asksToOptOut(text) {
-			t.Errorf("asksToOptOut(%q) = true, want false", text)
+		if AsksToOptOut(text) {
+			t.Errorf("AsksToOptOut(%q) = true, want false", text)
 		}
 	}
 }
 
-// Every language the offline bot writes has opt-out lists, and every phrase and message of them opts
-// out on its own: none folds to no words, and none is turned around by a negation of its own.
+// Every language has opt-out lists, and every phrase, ending and message of them opts out on its own:
+// none folds to no words, and none is turned around by a negation or a keep of its own. (That the
+// offline bot writes no language without lists is the jobs package's test.)
 func TestOptOutPhraseLists(t *testing.T) {
-	if got, want := slices.Sorted(maps.Keys(optOutLanguages)), slices.Sorted(maps.Keys(offlineLanguages)); !slices.Equal(got, want) {
-		t.Errorf("optOutLanguages has %q, offlineLanguages has %q", got, want)
-	}
 	for lang, l := range optOutLanguages {
 		if len(l.phrases) == 0 || len(l.messages) == 0 {
 			t.Errorf("%s: no phrases or no messages", lang)
 		}
-		for _, s := range slices.Concat(l.phrases, l.messages) {
-			if len(foldedWords(s)) == 0 {
+		if len(l.endings) > 0 && len(l.fillers) == 0 {
+			t.Errorf("%s: endings without fillers", lang)
+		}
+		for _, s := range slices.Concat(l.phrases, l.endings, l.messages) {
+			if len(words(s)) == 0 {
 				t.Errorf("%s: %q has no words", lang, s)
 			}
-			if !asksToOptOut(s) {
-				t.Errorf("%s: asksToOptOut(%q) = false, want true", lang, s)
+			if !AsksToOptOut(s) {
+				t.Errorf("%s: AsksToOptOut(%q) = false, want true", lang, s)
 			}
 		}
 	}
 }
 
 // The negations that turn a phrase around are its language's, so the same words must not be a phrase
-// of two languages: "please don't remove me" would opt out through a Portuguese "remove-me".
+// (or an ending) of two languages: "please don't remove me" would opt out through a Portuguese
+// "remove-me".
 func TestOptOutPhrasesDoNotOverlap(t *testing.T) {
 	for _, a := range optOutMatchers {
 		for _, b := range optOutMatchers {
@@ -120,10 +122,11 @@ func TestOptOutPhrasesDoNotOverlap(t *testing.T) {
 				continue
 			}
 			for _, p := range a.phrases {
-				for _, q := range b.phrases {
-					if containsPhrase(p, q) {
-						t.Errorf("%s phrase %q contains %s phrase %q", a.lang, p, b.lang, q)
-					}
+				for i := range p.words {
+					b.tree.found(p.words, i, func(end int, _ bool) bool {
+						t.Errorf("%s phrase %q contains %s phrase %q", a.lang, p.words, b.lang, p.words[i:end])
+						return true
+					})
 				}
 			}
 		}
@@ -137,6 +140,79 @@ func TestOptOutFoldAccents(t *testing.T) {
 	} {
 		if got := foldAccents(in); got != want {
 			t.Errorf("foldAccents(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The tree must answer exactly as trying every phrase at every word (the matcher before the tree),
+// including words matched through their plural -s. The texts are built from a sample of
+// the phrases and endings (every 41st: the crossed lists run to thousands, and the scan tries them all
+// on every text).
+func TestOptOutTreeMatchesEveryPhraseScan(t *testing.T) {
+	scan := func(m optOutMatcher, msg message) bool {
+		for _, whole := range m.messages {
+			if len(whole) == len(msg.words) && phraseAt(msg.words, 0, whole) {
+				return true
+			}
+		}
+		for i := range msg.words {
+			for _, p := range m.phrases {
+				if phraseAt(msg.words, i, p.words) && m.counts(msg, i, p) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var texts []string
+	for _, m := range optOutMatchers {
+		for n, p := range m.phrases {
+			if n%41 != 0 {
+				continue
+			}
+			phrase := strings.Join(p.words, " ")
+			texts = append(texts, phrase, "please "+phrase+" now", "I do not "+phrase, phrase+" nicht", phrase+", thanks",
+				phrase+" the invoice", strings.Join(append([]string{p.words[0] + "s"}, p.words[1:]...), " "),
+				"hello "+strings.Join(p.words[:len(p.words)-1], " "))
+		}
+	}
+	texts = append(texts, "", "stop", "stops texting me", "what are your prices", "don't stop texting me")
+	hits := 0
+	for _, text := range texts {
+		msg := readMessage(text)
+		for _, m := range optOutMatchers {
+			want := scan(m, msg)
+			if got := m.matches(msg); got != want {
+				t.Fatalf("%s: matches(%q) = %v, the scan over every phrase says %v", m.lang, text, got, want)
+			}
+			if want {
+				hits++
+			}
+		}
+	}
+	if hits < len(texts)/2 {
+		t.Fatalf("only %d of %d texts opt out: the comparison checks too little", hits, len(texts))
+	}
+	t.Logf("%d texts compared", len(texts))
+}
+
+func TestReadMessage(t *testing.T) {
+	for _, tt := range []struct {
+		text  string
+		words []string
+		ends  []bool
+	}{
+		{"", nil, nil},
+		{"STOP sending me this", []string{"stop", "sending", "me", "this"}, []bool{false, false, false, true}},
+		{"Stop sending me, I'm not interested!", []string{"stop", "sending", "me", "i", "m", "not", "interested"},
+			[]bool{false, false, true, false, false, false, true}},
+		// Apostrophes and dashes join; emoji and line breaks end a sentence; accents go.
+		{"don't non-stop 🙄 Arrêtez\nça", []string{"don", "t", "non", "stop", "arretez", "ca"}, []bool{false, false, false, true, true, true}},
+		{"¿No? ¡Déjame en paz!", []string{"no", "dejame", "en", "paz"}, []bool{true, false, false, true}},
+	} {
+		got := readMessage(tt.text)
+		if !slices.Equal(got.words, tt.words) || !slices.Equal(got.ends, tt.ends) {
+			t.Errorf("readMessage(%q) = %q %v, want %q %v", tt.text, got.words, got.ends, tt.words, tt.ends)
 		}
 	}
 }
