@@ -2,7 +2,6 @@ package api
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -14,7 +13,7 @@ import (
 
 // Inbound provider webhooks carry no API key: the provider's signature, checked with the account's
 // credentials, is what authenticates them. Messages then take the same path as custom-channel ones.
-// Messenger and Instagram are in meta_inbound.go.
+// WhatsApp is in whatsapp_inbound.go, Messenger and Instagram in meta_inbound.go.
 
 // smsInbound: POST /v1/channels/sms/inbound, Twilio's form webhook. The account is the one whose SMS
 // credentials have the AccountSid and the number written to; X-Twilio-Signature must verify with its
@@ -98,91 +97,4 @@ func (h *channels) metaVerify(kind string) fiber.Handler {
 		}
 		return models.Errorf(models.CodeForbidden, "unknown verify token")
 	}
-}
-
-// whatsAppWebhook is the part of Meta's webhook body we read.
-type whatsAppWebhook struct {
-	Entry []struct {
-		Changes []struct {
-			Value struct {
-				Metadata struct {
-					PhoneNumberID string `json:"phone_number_id"`
-				} `json:"metadata"`
-				Contacts []struct {
-					WaID    string `json:"wa_id"`
-					Profile struct {
-						Name string `json:"name"`
-					} `json:"profile"`
-				} `json:"contacts"`
-				Messages []struct {
-					From     string                `json:"from"`
-					ID       string                `json:"id"`
-					Type     string                `json:"type"`
-					Text     struct{ Body string } `json:"text"`
-					Reaction struct {
-						Emoji     string `json:"emoji"`
-						MessageID string `json:"message_id"`
-					} `json:"reaction"`
-				} `json:"messages"`
-			} `json:"value"`
-		} `json:"changes"`
-	} `json:"entry"`
-}
-
-// whatsAppInbound: POST /v1/channels/whatsapp/inbound, Meta's webhook. Each change names the phone
-// number id it was sent to, which names the account; X-Hub-Signature-256 must verify with that
-// account's app secret (403 otherwise).
-func (h *channels) whatsAppInbound(c *fiber.Ctx) error {
-	raw := c.Body()
-	var hook whatsAppWebhook
-	if err := json.Unmarshal(raw, &hook); err != nil {
-		return models.Errorf(models.CodeInvalidJSON, "request body is not a WhatsApp webhook")
-	}
-	ctx := c.UserContext()
-	verified := map[string]bool{}
-	for _, entry := range hook.Entry {
-		for _, change := range entry.Changes {
-			v := change.Value
-			accountID, err := h.store.AccountForChannel(ctx, models.ChannelWhatsApp, v.Metadata.PhoneNumberID)
-			if err != nil {
-				return models.Errorf(models.CodeForbidden, "signature does not verify")
-			}
-			if !verified[accountID] {
-				creds, err := h.store.WhatsAppSettings(ctx, accountID)
-				if err != nil {
-					return err
-				}
-				if !jobs.VerifyMetaSignature(creds.AppSecret, raw, c.Get("X-Hub-Signature-256")) {
-					return models.Errorf(models.CodeForbidden, "signature does not verify")
-				}
-				verified[accountID] = true
-			}
-			names := map[string]string{}
-			for _, ct := range v.Contacts {
-				names[ct.WaID] = ct.Profile.Name
-			}
-			for _, m := range v.Messages {
-				in := models.IncomingInput{
-					ExternalID: m.ID, FromID: "+" + strings.TrimPrefix(m.From, "+"), ToID: v.Metadata.PhoneNumberID,
-					Channel: models.ChannelWhatsApp, Transport: models.ChannelWhatsApp, FirstName: names[m.From],
-				}
-				switch m.Type {
-				case "text":
-					in.Body = m.Text.Body
-				case "reaction":
-					in.Body, in.MessageType, in.ReactsTo = m.Reaction.Emoji, models.MessageTypeReaction, m.Reaction.MessageID
-				default:
-					in.Body = "(" + m.Type + " message)"
-				}
-				if err := h.ingestProviderMessage(c, accountID, in); err != nil {
-					if models.ErrorCode(err) != models.CodeValidation {
-						return err
-					}
-					// Meta retries a failed webhook for days: drop what cannot be stored, keep the rest.
-					h.log.WarnContext(ctx, "whatsapp message not stored", "account_id", accountID, "error", err.Error())
-				}
-			}
-		}
-	}
-	return c.JSON(fiber.Map{"success": true})
 }

@@ -30,7 +30,8 @@ func (q *Queue) MediaCheck(ctx context.Context, messageID string) error {
 
 // handleMediaCheck fetches the first bytes of a message's media link (through the same SSRF guard as
 // webhooks) and records "ok" or what is wrong: unreachable, an HTTP error, or content of another type
-// than mediaContentType. The message itself is kept either way.
+// than mediaContentType. A WhatsApp message's link is the Graph API's, whose file is fetched whole and
+// stored with the message (checkWhatsAppMedia). The message itself is kept either way.
 func (h *Handler) handleMediaCheck(ctx context.Context, t *asynq.Task) error {
 	p, err := payloadOf[MediaCheckPayload](t)
 	if err != nil {
@@ -42,6 +43,9 @@ func (h *Handler) handleMediaCheck(ctx context.Context, t *asynq.Task) error {
 	}
 	if m.MediaURL == nil || m.MediaContentType == nil || !models.IsMediaLink(*m.MediaURL) {
 		return nil
+	}
+	if m.Transport == models.ChannelWhatsApp {
+		return h.checkWhatsAppMedia(ctx, m)
 	}
 	return h.Store.SetMediaCheck(ctx, m.ID, h.Sender.checkMedia(ctx, *m.MediaURL, *m.MediaContentType))
 }
@@ -66,7 +70,7 @@ func (s *WebhookSender) checkMedia(ctx context.Context, url, declared string) st
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, mediaSniffBytes))
 	if detected, ok := models.MediaMatches(head, declared); !ok {
-		return fmt.Sprintf("type mismatch: declared %s, the file is %s", declared, detected)
+		return models.MediaMismatch(declared, detected)
 	}
 	return "ok"
 }

@@ -54,12 +54,6 @@ type ProviderEndpoints struct {
 // reading the response, must finish within timeout (10 s when timeout is not positive). Redirects are
 // not followed.
 func NewProviderClient(endpoints ProviderEndpoints, timeout time.Duration) *ProviderClient {
-	base := func(configured, def string) string {
-		if strings.TrimSpace(configured) == "" {
-			return def
-		}
-		return strings.TrimRight(strings.TrimSpace(configured), "/")
-	}
 	if timeout <= 0 {
 		timeout = defaultProviderTimeout
 	}
@@ -80,12 +74,20 @@ func NewProviderClient(endpoints ProviderEndpoints, timeout time.Duration) *Prov
 				return http.ErrUseLastResponse
 			},
 		},
-		smsBase:       base(endpoints.SMS, defaultSMSAPIBaseURL),
-		whatsAppBase:  base(endpoints.WhatsApp, defaultWhatsAppAPIBaseURL),
-		messengerBase: base(endpoints.Messenger, defaultMessengerAPIBaseURL),
-		instagramBase: base(endpoints.Instagram, defaultInstagramAPIBaseURL),
+		smsBase:       providerBase(endpoints.SMS, defaultSMSAPIBaseURL),
+		whatsAppBase:  providerBase(endpoints.WhatsApp, defaultWhatsAppAPIBaseURL),
+		messengerBase: providerBase(endpoints.Messenger, defaultMessengerAPIBaseURL),
+		instagramBase: providerBase(endpoints.Instagram, defaultInstagramAPIBaseURL),
 		timeout:       timeout,
 	}
+}
+
+// providerBase is a provider's base URL: the configured one without a trailing slash, or def.
+func providerBase(configured, def string) string {
+	if strings.TrimSpace(configured) == "" {
+		return def
+	}
+	return strings.TrimRight(strings.TrimSpace(configured), "/")
 }
 
 // providerAPI is how one provider's answers read. Every provider's answers are classified alike, and

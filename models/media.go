@@ -2,6 +2,7 @@ package models
 
 import (
 	"encoding/base64"
+	"fmt"
 	"mime"
 	"net/url"
 	"strings"
@@ -63,16 +64,71 @@ func checkMedia(rawURL, contentType string, maxBytes int) (string, string, error
 	if err != nil {
 		return "", "", Errorf(CodeValidation, "customData.mediaUrl is not valid base64 data")
 	}
-	if len(data) == 0 {
+	switch fault, detected := checkMediaData(data, declared, maxBytes); fault {
+	case mediaEmpty:
 		return "", "", Errorf(CodeValidation, "customData.mediaUrl holds no data")
-	}
-	if len(data) > maxBytes {
+	case mediaTooLarge:
 		return "", "", Errorf(CodeTooLarge, "embedded media is larger than %d bytes: host the file and send a link", maxBytes)
-	}
-	if detected := mimetype.Detect(data); !isOfType(detected, declared) {
-		return "", "", Errorf(CodeValidation, "customData.mediaContentType is %s but the data is %s", declared, detected.String())
+	case mediaOtherType:
+		return "", "", Errorf(CodeValidation, "customData.mediaContentType is %s but the data is %s", declared, detected)
 	}
 	return rawURL, declared, nil
+}
+
+// mediaFault is what checkMediaData finds wrong with a media file.
+type mediaFault int
+
+const (
+	mediaSound     mediaFault = iota
+	mediaEmpty                // no bytes at all
+	mediaTooLarge             // more than the limit (MAX_MEDIA_BYTES)
+	mediaOtherType            // the sniffed content is not of the declared type
+)
+
+// checkMediaData is the rule every media file stored with a message obeys, whether a client embedded
+// it (a data URI, checkMedia) or the worker fetched it from a provider (WhatsApp media, EmbedMedia): it
+// holds data, at most maxBytes of it, and its sniffed content is of the declared type. It returns what
+// is wrong (mediaSound when nothing is) and the sniffed type.
+func checkMediaData(data []byte, declared string, maxBytes int) (mediaFault, string) {
+	switch {
+	case len(data) == 0:
+		return mediaEmpty, ""
+	case len(data) > maxBytes:
+		return mediaTooLarge, ""
+	}
+	detected := mimetype.Detect(data)
+	if !isOfType(detected, declared) {
+		return mediaOtherType, detected.String()
+	}
+	return mediaSound, detected.String()
+}
+
+// EmbedMedia checks a media file the worker fetched for a message (WhatsApp media, which only the
+// provider's API serves) by the rule embedded media obey, and returns it as the data URI to store as
+// the message's mediaUrl, with its media type: declared (a MIME type as stored in mediaContentType), or
+// the sniffed type when declared is a range such as image/*. When the file breaks the rule, problem says
+// how, worded as the worker's check of a media link words it ("type mismatch: ..."), and the other
+// results are empty.
+func EmbedMedia(data []byte, declared string, maxBytes int) (dataURI, mediaType, problem string) {
+	fault, detected := checkMediaData(data, declared, maxBytes)
+	switch fault {
+	case mediaEmpty:
+		return "", "", "empty file"
+	case mediaTooLarge:
+		return "", "", fmt.Sprintf("too large: the file is larger than %d bytes", maxBytes)
+	case mediaOtherType:
+		return "", "", MediaMismatch(declared, detected)
+	}
+	mediaType = declared
+	if strings.HasSuffix(declared, "/*") {
+		mediaType, _, _ = mime.ParseMediaType(detected) // "text/plain; charset=utf-8" is stored as text/plain
+	}
+	return "data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(data), mediaType, ""
+}
+
+// MediaMismatch is the result of a media check whose file is not of the declared type.
+func MediaMismatch(declared, detected string) string {
+	return fmt.Sprintf("type mismatch: declared %s, the file is %s", declared, detected)
 }
 
 // IsMediaLink reports whether a stored media URL is a link (checked later by the worker) rather than

@@ -258,6 +258,19 @@ func (s *Store) SetMediaCheck(ctx context.Context, messageID, result string) err
 	return nil
 }
 
+// SetFetchedMedia stores the file the worker fetched for a message's media link (a data URI of mediaType,
+// EmbedMedia) in place of the link and records the check as "ok". The write happens only while the
+// message still has that link and its check is pending, so a check that runs twice stores once.
+func (s *Store) SetFetchedMedia(ctx context.Context, messageID, link, dataURI, mediaType string) error {
+	_, err := s.db.NewUpdate().Model((*Message)(nil)).
+		Set("media_url = ?", dataURI).Set("media_content_type = ?", mediaType).Set("media_check = ?", "ok").
+		Where("id = ? AND media_url = ? AND media_check = ?", messageID, link, MediaCheckPending).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("set fetched media: %w", err)
+	}
+	return nil
+}
+
 // MessageAttempts lists the delivery attempts of the account's message, oldest first. Errors: NOT_FOUND.
 func (s *Store) MessageAttempts(ctx context.Context, accountID, messageID string) ([]Attempt, error) {
 	if _, err := s.MessageByID(ctx, accountID, messageID); err != nil {
