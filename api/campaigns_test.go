@@ -23,6 +23,9 @@ func liveCampaign(t testing.TB, srv *server, key string, fields map[string]any) 
 	}
 	for k, v := range fields {
 		body[k] = v
+		if v == nil { // leave the default out
+			delete(body, k)
+		}
 	}
 	r := do(t, "POST", srv.URL+"/v1/campaigns", key, body)
 	expect(t, r, http.StatusCreated, "")

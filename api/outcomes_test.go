@@ -413,9 +413,9 @@ func TestVariantOpeningsEndToEnd(t *testing.T) {
 		n0, n1 := len(byVariant[0]), len(byVariant[1])
 		rate := func(k, of int) float64 { return float64(int(float64(k)/float64(of)*10000+0.5)) / 10000 }
 		wantVariants := []any{
-			map[string]any{"index": 0.0, "text": texts[0], "added": float64(n0), "opened": float64(n0), "replied": 5.0,
+			map[string]any{"index": 0.0, "letter": "A", "retired": false, "text": texts[0], "added": float64(n0), "opened": float64(n0), "replied": 5.0,
 				"goalReached": float64(n0 - 5), "replyRate": rate(5, n0), "goalRate": rate(n0-5, n0)},
-			map[string]any{"index": 1.0, "text": texts[1], "added": float64(n1), "opened": float64(n1), "replied": float64(n1 - 5),
+			map[string]any{"index": 1.0, "letter": "B", "retired": false, "text": texts[1], "added": float64(n1), "opened": float64(n1), "replied": float64(n1 - 5),
 				"goalReached": 5.0, "replyRate": rate(n1-5, n1), "goalRate": rate(5, n1)},
 		}
 		// The barrier contact is variant 0 or 1 too; leave it out by comparing the others' counts.
@@ -724,9 +724,9 @@ func TestCampaignReport(t *testing.T) {
 			"replied": 0.0, "handedOff": 0.0, "goalReached": 0.0, "optedOut": 0.0, "replyRate": 0.0, "goalRate": 0.0,
 			"medianMinutesToReply": nil, "medianMinutesToGoal": nil, "bestVariant": nil, "days": []any{}, "timeZone": "Pacific/Kiritimati",
 			"variants": []any{
-				map[string]any{"index": 0.0, "text": "A", "added": 0.0, "opened": 0.0, "replied": 0.0, "goalReached": 0.0, "replyRate": 0.0, "goalRate": 0.0},
-				map[string]any{"index": 1.0, "text": "B", "added": 0.0, "opened": 0.0, "replied": 0.0, "goalReached": 0.0, "replyRate": 0.0, "goalRate": 0.0},
-				map[string]any{"index": 2.0, "text": "C", "added": 0.0, "opened": 0.0, "replied": 0.0, "goalReached": 0.0, "replyRate": 0.0, "goalRate": 0.0},
+				map[string]any{"index": 0.0, "letter": "A", "retired": false, "text": "A", "added": 0.0, "opened": 0.0, "replied": 0.0, "goalReached": 0.0, "replyRate": 0.0, "goalRate": 0.0},
+				map[string]any{"index": 1.0, "letter": "B", "retired": false, "text": "B", "added": 0.0, "opened": 0.0, "replied": 0.0, "goalReached": 0.0, "replyRate": 0.0, "goalRate": 0.0},
+				map[string]any{"index": 2.0, "letter": "C", "retired": false, "text": "C", "added": 0.0, "opened": 0.0, "replied": 0.0, "goalReached": 0.0, "replyRate": 0.0, "goalRate": 0.0},
 			},
 		}
 		if !reflect.DeepEqual(got, want) {
@@ -812,7 +812,7 @@ func TestCampaignReport(t *testing.T) {
 		"added": 7.0, "queued": 0.0, "pending": 0.0, "opened": 5.0, "failed": 1.0, "suppressed": 1.0, "deferred": 0.0, "skipped": 0.0,
 		"replied": 3.0, "handedOff": 1.0, "goalReached": 1.0, "optedOut": 1.0, "replyRate": 0.6, "goalRate": 0.2,
 		"bestVariant": nil, "timeZone": "Pacific/Kiritimati",
-		"variants": []any{map[string]any{"index": 0.0, "text": "Hi {{firstName}}, welcome!", "added": 7.0, "opened": 5.0, "replied": 3.0,
+		"variants": []any{map[string]any{"index": 0.0, "letter": "A", "retired": false, "text": "Hi {{firstName}}, welcome!", "added": 7.0, "opened": 5.0, "replied": 3.0,
 			"goalReached": 1.0, "replyRate": 0.6, "goalRate": 0.2}},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -850,7 +850,7 @@ func TestCampaignReport(t *testing.T) {
 		}
 		for i, row := range rows[1:] {
 			n := names[i]
-			if row[col["contact_id"]] != ids[n] || row[col["first_name"]] != n || row[col["phone"]] != phones[n] || row[col["variant"]] != "0" {
+			if row[col["contact_id"]] != ids[n] || row[col["first_name"]] != n || row[col["phone"]] != phones[n] || row[col["variant"]] != "A" {
 				t.Fatalf("row %d %q, want %s (%s) in the order added", i, row, n, ids[n])
 			}
 			// Which times each contact has: opened, replied, handed off, goal, opted out.

@@ -141,11 +141,16 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 		}
 		return &rateLimited{retryAfter: time.Until(d.NotBefore)}
 	}
+	// The text of the variant the send recorded, retired or not (variants keep their text once used).
+	opening := campaign.OpeningFor(send.Variant)
+	if opening == "" {
+		return h.Store.SetSendStatus(ctx, send.ID, models.SendFailed, "the campaign has no opening text for its variant "+models.VariantLetter(send.Variant))
+	}
 	if err := h.pace(ctx, campaign, send.ID); err != nil {
 		return err
 	}
 	m, err := h.Store.WriteOpening(ctx, send, models.OutgoingMessage{
-		Campaign: campaign, Contact: contact, Body: models.Personalize(campaign.OpeningFor(send.Variant), contact), ToID: route.ToID,
+		Campaign: campaign, Contact: contact, Body: models.Personalize(opening, contact), ToID: route.ToID,
 	})
 	if err != nil || m == nil {
 		return err

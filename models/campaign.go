@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"time"
 	"unicode"
@@ -42,9 +41,12 @@ type Campaign struct {
 	Language        string `bun:"language" json:"language"`
 	BotInstructions string `bun:"bot_instructions" json:"botInstructions"`
 	OpeningMessage  string `bun:"opening_message" json:"openingMessage"`
-	// OpeningMessages are the opening's variants (2 to 5), used instead of OpeningMessage: each contact
-	// added gets one of them at random and keeps it (its send's variant).
-	OpeningMessages     []string  `bun:"opening_messages,nullzero" json:"openingMessages,omitempty"`
+	// OpeningMessages are the opening's variants by index, retired ones included, used instead of
+	// OpeningMessage: each contact added gets an active one at random and keeps it (its send's
+	// variant). The JSON shows them through MarshalJSON (campaign_variants.go).
+	OpeningMessages []string `bun:"opening_messages,nullzero" json:"-"`
+	// RetiredVariants are the indexes of variants no new send gets (see campaign_variants.go).
+	RetiredVariants     []int     `bun:"retired_variants,nullzero" json:"-"`
 	Goal                string    `bun:"goal" json:"goal"`
 	FollowUpsEnabled    bool      `bun:"follow_ups_enabled" json:"followUpsEnabled"`
 	FollowUpDelaysHours []float64 `bun:"follow_up_delays" json:"followUpDelaysHours"`
@@ -118,10 +120,14 @@ func (in *CampaignInput) check() error {
 	if in.OpeningMessage != nil && in.OpeningMessages != nil {
 		return Errorf(CodeValidation, "give openingMessage or openingMessages, not both")
 	}
+	if in.OpeningMessages != nil {
+		return checkOpeningVariants(in.openingTexts())
+	}
 	return nil
 }
 
-// apply sets the given fields on c.
+// apply sets the given fields on c, the openings apart (setOpenings, which needs the variants the
+// campaign's sends used).
 func (in *CampaignInput) apply(c *Campaign) {
 	set := func(dst *string, src *string) {
 		if src != nil {
@@ -132,16 +138,6 @@ func (in *CampaignInput) apply(c *Campaign) {
 	set(&c.Type, in.Type)
 	set(&c.Language, in.Language)
 	set(&c.BotInstructions, in.BotInstructions)
-	set(&c.OpeningMessage, in.OpeningMessage)
-	if in.OpeningMessage != nil {
-		c.OpeningMessages = nil // one form at a time: a single message replaces the variants
-	}
-	if in.OpeningMessages != nil {
-		c.OpeningMessage, c.OpeningMessages = "", make([]string, len(*in.OpeningMessages))
-		for i, text := range *in.OpeningMessages {
-			c.OpeningMessages[i] = strings.TrimSpace(text)
-		}
-	}
 	set(&c.Goal, in.Goal)
 	set(&c.Channel, in.Channel)
 	set(&c.Status, in.Status)
@@ -197,9 +193,6 @@ func (s *Store) validateCampaign(ctx context.Context, db bun.IDB, c *Campaign) e
 	); err != nil {
 		return err
 	}
-	if err := checkOpeningVariants(c.OpeningMessages); err != nil {
-		return err
-	}
 	switch c.Type {
 	case CampaignCombined, CampaignOutgoing, CampaignIncoming:
 	default:
@@ -249,7 +242,7 @@ func (s *Store) validateCampaign(ctx context.Context, db bun.IDB, c *Campaign) e
 	switch {
 	case c.ListID == nil && c.Type != CampaignIncoming:
 		return Errorf(CodeValidation, "a live campaign needs a listId")
-	case c.OpeningMessage == "" && len(c.OpeningMessages) == 0 && c.Type != CampaignIncoming:
+	case len(c.ActiveOpenings()) == 0 && c.Type != CampaignIncoming:
 		return Errorf(CodeValidation, "a live %s campaign needs an openingMessage or openingMessages", c.Type)
 	case c.Channel == "":
 		return Errorf(CodeValidation, "a live campaign needs a channel")
@@ -273,6 +266,11 @@ func (s *Store) CreateCampaign(ctx context.Context, accountID string, in Campaig
 		return nil, err
 	}
 	in.apply(c)
+	if texts := in.openingTexts(); texts != nil {
+		if err := c.setOpenings(texts, nil); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.validateCampaign(ctx, s.db, c); err != nil {
 		return nil, err
 	}
@@ -291,12 +289,30 @@ func (s *Store) UpdateCampaign(ctx context.Context, accountID, id string, in Cam
 	}
 	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		resumed = nil
+		if !s.IsSQLite() {
+			// The row lock first: a list add share-locks the campaign while it writes the sends it
+			// owes (triggerCampaigns), so the variants read below are all the sends will ever have
+			// recorded under the old texts, and an add waiting here reads the new ones.
+			if _, err := tx.NewSelect().Model((*Campaign)(nil)).Column("id").
+				Where("account_id = ? AND id = ?", accountID, id).For("UPDATE").Exec(ctx); err != nil {
+				return err
+			}
+		}
 		c, err = campaignByID(ctx, tx, accountID, id)
 		if err != nil {
 			return err
 		}
 		was := c.Status
 		in.apply(c)
+		if texts := in.openingTexts(); texts != nil {
+			used, err := usedVariants(ctx, tx, c.ID)
+			if err != nil {
+				return err
+			}
+			if err := c.setOpenings(texts, used); err != nil {
+				return err
+			}
+		}
 		if err := s.validateCampaign(ctx, tx, c); err != nil {
 			return err
 		}
@@ -399,26 +415,6 @@ func removePlaceholder(text, name string) string {
 		text = rest
 	}
 	return strings.ReplaceAll(text, name, "")
-}
-
-// OpeningFor is the opening message text of a variant (0 for a campaign with one opening message). A
-// variant the campaign no longer has (its variants were edited to fewer) gets the first.
-func (c *Campaign) OpeningFor(variant int) string {
-	if len(c.OpeningMessages) == 0 {
-		return c.OpeningMessage
-	}
-	if variant < 0 || variant >= len(c.OpeningMessages) {
-		variant = 0
-	}
-	return c.OpeningMessages[variant]
-}
-
-// pickVariant chooses the variant a newly added contact gets: evenly at random among the campaign's.
-func (c *Campaign) pickVariant() int {
-	if len(c.OpeningMessages) < 2 {
-		return 0
-	}
-	return rand.IntN(len(c.OpeningMessages))
 }
 
 func checkOpeningVariants(texts []string) error {

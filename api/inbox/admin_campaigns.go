@@ -115,7 +115,12 @@ func campaignFormOf(cp *models.Campaign) campaignForm {
 	if cp.ListID != nil {
 		f.ListID = *cp.ListID
 	}
-	copy(f.Variants[:], cp.OpeningMessages)
+	if active := cp.ActiveOpenings(); len(active) > 1 {
+		f.Opening = ""
+		copy(f.Variants[:], active) // retired variants stay in the report, not in the form
+	} else if len(active) == 1 {
+		f.Opening = active[0]
+	}
 	delays := make([]string, len(cp.FollowUpDelaysHours))
 	for i, d := range cp.FollowUpDelaysHours {
 		delays[i] = strconv.FormatFloat(d, 'f', -1, 64)

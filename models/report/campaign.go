@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -49,8 +48,11 @@ type CampaignReport struct {
 
 // VariantReport is one opening variant's part of the funnel.
 type VariantReport struct {
-	Index       int     `json:"index"`
-	Text        string  `json:"text"`
+	Index  int    `json:"index"`
+	Letter string `json:"letter"` // A for index 0, as in the CSV
+	Text   string `json:"text"`
+	// Retired: an edit removed the variant; no new send gets it, and its results stay here.
+	Retired     bool    `json:"retired"`
 	Added       int     `json:"added"`
 	Opened      int     `json:"opened"`
 	Replied     int     `json:"replied"`
@@ -178,12 +180,14 @@ func (r *Reader) CampaignReport(ctx context.Context, accountID, campaignID strin
 // buildReport folds the query's rows into the report.
 func buildReport(c *models.Campaign, rows []reportRow, loc *time.Location) *CampaignReport {
 	r := &CampaignReport{Variants: []VariantReport{}, Days: []DayReport{}, TimeZone: loc.String()}
+	// Every active variant, and every retired one a send used (added below, from the rows), each with
+	// its own text.
+	all := c.Variants()
 	variants := map[int]*VariantReport{}
-	for i, text := range c.OpeningMessages {
-		variants[i] = &VariantReport{Index: i, Text: text}
-	}
-	if len(c.OpeningMessages) == 0 && c.OpeningMessage != "" {
-		variants[0] = &VariantReport{Index: 0, Text: c.OpeningMessage}
+	for _, v := range all {
+		if !v.Retired {
+			variants[v.Index] = &VariantReport{Index: v.Index, Letter: v.Letter, Text: v.Text}
+		}
 	}
 	days := map[string]*DayReport{}
 	dayOf := func(bucket int64) *DayReport {
@@ -210,9 +214,13 @@ func buildReport(c *models.Campaign, rows []reportRow, loc *time.Location) *Camp
 			r.GoalReached += row.Goal
 			r.OptedOut += row.OptedOut
 			v := variants[int(row.K)]
-			if v == nil { // a variant the campaign's edited list no longer has
-				v = &VariantReport{Index: int(row.K)}
-				variants[int(row.K)] = v
+			if v == nil { // a retired variant
+				i := int(row.K)
+				v = &VariantReport{Index: i, Letter: models.VariantLetter(i), Retired: true}
+				if i < len(all) {
+					v.Text = all[i].Text
+				}
+				variants[i] = v
 			}
 			v.Added, v.Opened, v.Replied, v.GoalReached = row.Added, row.Opened, row.Replied, row.Goal
 		case "od":
@@ -396,7 +404,7 @@ func (r *reportContact) record() []string {
 		}
 		return stamp(t)
 	}
-	return []string{r.ContactID, r.FirstName, orEmpty(r.Phone), strconv.Itoa(r.Variant), status, afterOpening(r.SentAt),
+	return []string{r.ContactID, r.FirstName, orEmpty(r.Phone), models.VariantLetter(r.Variant), status, afterOpening(r.SentAt),
 		afterOpening(r.FirstReplyAt), afterOpening(r.HandedOffAt), stamp(r.GoalAt), afterOpening(r.OptedOutAt)}
 }
 

@@ -180,8 +180,8 @@ func TestCampaignReportCountsAKnownFunnel(t *testing.T) {
 		Replied: 3, HandedOff: 1, GoalReached: 2, OptedOut: 1, ReplyRate: 0.6, GoalRate: 0.4,
 		MedianMinutesToReply: median(20), MedianMinutesToGoal: median(90),
 		Variants: []report.VariantReport{
-			{Index: 0, Text: "Hi {{firstName}}, want a call?", Added: 6, Opened: 2, Replied: 2, GoalReached: 1, ReplyRate: 1, GoalRate: 0.5},
-			{Index: 1, Text: "{{firstName}}, shall we talk?", Added: 5, Opened: 3, Replied: 1, GoalReached: 1, ReplyRate: 0.3333, GoalRate: 0.3333},
+			{Index: 0, Letter: "A", Text: "Hi {{firstName}}, want a call?", Added: 6, Opened: 2, Replied: 2, GoalReached: 1, ReplyRate: 1, GoalRate: 0.5},
+			{Index: 1, Letter: "B", Text: "{{firstName}}, shall we talk?", Added: 5, Opened: 3, Replied: 1, GoalReached: 1, ReplyRate: 0.3333, GoalRate: 0.3333},
 		},
 		Days: []report.DayReport{
 			{Date: "2026-06-10", Opened: 2, Replied: 2, GoalReached: 1},
@@ -210,17 +210,17 @@ func TestCampaignReportCSVListsEveryAddedContact(t *testing.T) {
 	at := func(d time.Duration) string { return f.t0.Add(d).Format(time.RFC3339) }
 	m := time.Minute
 	want := [][]string{
-		{"Ann", "0", "sent", at(0), at(10 * m), "", at(60 * m), ""},
-		{"", "0", "sent", at(5 * m), at(30 * m), at(40 * m), "", ""},
-		{"", "1", "sent", at(300 * m), at(320 * m), "", at(420 * m), ""},
-		{"", "1", "sent", at(300 * m), "", "", "", at(360 * m)},
-		{"", "1", "sent", at(300 * m), "", "", "", ""},
-		{"", "0", "failed", "", "", "", "", ""},
-		{"", "0", "suppressed", "", "", "", "", ""},
-		{"", "1", "deferred", "", "", "", "", ""},
-		{"", "0", "queued", "", "", "", at(30 * m), ""},
-		{"", "1", "skipped", "", "", "", "", ""},
-		{"", "0", "pending", "", "", "", "", ""},
+		{"Ann", "A", "sent", at(0), at(10 * m), "", at(60 * m), ""},
+		{"", "A", "sent", at(5 * m), at(30 * m), at(40 * m), "", ""},
+		{"", "B", "sent", at(300 * m), at(320 * m), "", at(420 * m), ""},
+		{"", "B", "sent", at(300 * m), "", "", "", at(360 * m)},
+		{"", "B", "sent", at(300 * m), "", "", "", ""},
+		{"", "A", "failed", "", "", "", "", ""},
+		{"", "A", "suppressed", "", "", "", "", ""},
+		{"", "B", "deferred", "", "", "", "", ""},
+		{"", "A", "queued", "", "", "", at(30 * m), ""},
+		{"", "B", "skipped", "", "", "", "", ""},
+		{"", "A", "pending", "", "", "", "", ""},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d: %v", len(rows), len(want), rows)
