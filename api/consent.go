@@ -119,8 +119,8 @@ func (s *consent) getCompliance(c *fiber.Ctx) error {
 }
 
 // putCompliance: PUT /v1/settings/compliance with any of its fields -> the settings after the update.
-// quietHours is replaced whole; null means none for the account. Validation is
-// models.UpdateComplianceSettings'.
+// quietHours is replaced whole; null means none for the account; defaultCountry null clears it.
+// Validation is models.UpdateComplianceSettings'.
 func (s *consent) putCompliance(c *fiber.Ctx) error {
 	var req struct {
 		OptOutKeywords     *[]string                   `json:"optOutKeywords"`
@@ -130,6 +130,7 @@ func (s *consent) putCompliance(c *fiber.Ctx) error {
 		HelpText           *string                     `json:"helpText"`
 		QuietHours         nullable[models.QuietHours] `json:"quietHours"`
 		TimeZone           *string                     `json:"timeZone"`
+		DefaultCountry     nullable[string]            `json:"defaultCountry"`
 	}
 	if err := decodeJSON(c, &req); err != nil {
 		return err
@@ -138,6 +139,7 @@ func (s *consent) putCompliance(c *fiber.Ctx) error {
 		OptOutKeywords: req.OptOutKeywords, OptInKeywords: req.OptInKeywords,
 		OptOutConfirmation: req.OptOutConfirmation, OptInConfirmation: req.OptInConfirmation, HelpText: req.HelpText,
 		SetQuietHours: req.QuietHours.Set, QuietHours: req.QuietHours.Value, TimeZone: req.TimeZone,
+		SetDefaultCountry: req.DefaultCountry.Set, DefaultCountry: req.DefaultCountry.Value,
 	})
 	if err != nil {
 		return err

@@ -185,3 +185,53 @@ func TestInboxReplyBoxShowsWhereTheReplyGoes(t *testing.T) {
 		t.Fatalf("the reply went as %v", last)
 	}
 }
+
+// The compliance section saves the default country: in any case, refused when it is not a country
+// (nothing saved), cleared when emptied; the placeholder shows the time zone's country then.
+func TestInboxSavesTheDefaultCountry(t *testing.T) {
+	srv := startServer(t)
+	b, _, key := signedIn(t, srv)
+	settings := func() map[string]any {
+		t.Helper()
+		return do(t, "GET", srv.URL+"/v1/settings/compliance", key, nil).JSON(t)
+	}
+	// The form as the page sends it: every field, with the one under test changed.
+	save := func(country string) string {
+		t.Helper()
+		cur := settings()
+		form := url.Values{
+			"optOutConfirmation": {cur["optOutConfirmation"].(string)}, "optInConfirmation": {cur["optInConfirmation"].(string)},
+			"helpText": {cur["helpText"].(string)}, "noQuietHours": {"true"}, "timeZone": {"America/New_York"},
+			"defaultCountry": {country},
+		}
+		p := b.post("/inbox/settings", "/inbox/settings/compliance", form)
+		if p.Status != http.StatusSeeOther {
+			t.Fatalf("saving defaultCountry %q: %d\n%.1000s", country, p.Status, p.Body)
+		}
+		return html.UnescapeString(sectionOf(t, b.get(p.Header.Get("Location")).Body, "compliance"))
+	}
+
+	section := save("gb")
+	if s := settings(); s["defaultCountry"] != "GB" || s["timeZone"] != "America/New_York" {
+		t.Fatalf("after saving gb: %v\n%s", s, section)
+	}
+	if !strings.Contains(section, `name="defaultCountry" value="GB"`) {
+		t.Fatalf("the form does not show GB:\n%s", section)
+	}
+
+	section = save("XX")
+	if !strings.Contains(section, "Default country must be an ISO 3166 alpha-2 country code") || !strings.Contains(section, "Nothing was saved.") {
+		t.Fatalf("saving XX says:\n%s", section)
+	}
+	if s := settings(); s["defaultCountry"] != "GB" {
+		t.Fatalf("a refused country was saved: %v", s)
+	}
+
+	section = save("")
+	if s := settings(); s["defaultCountry"] != nil {
+		t.Fatalf("an emptied country was kept: %v", s)
+	}
+	if !strings.Contains(section, `name="defaultCountry" value="" placeholder="US, the time zone's"`) {
+		t.Fatalf("the form does not offer the time zone's country:\n%s", section)
+	}
+}

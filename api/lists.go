@@ -124,9 +124,9 @@ func (s *Server) listContacts(c *fiber.Ctx) error {
 }
 
 // importContacts: POST /v1/lists/{id}/import, a multipart form with a CSV file (columns phone,
-// first_name, last_name, email) -> 200 {"imported","existing","invalid","errors":[{row,error}]}.
-// Valid rows are kept and invalid ones reported; each row lands in one count (models.ImportResult). The
-// additions trigger the list's live campaigns.
+// first_name, last_name, email, time_zone, or their aliases) -> 200 {"imported","existing","invalid",
+// "errors":[{row,error}],"ignoredColumns"}. Valid rows are kept and invalid ones reported; each row
+// lands in one count (models.ImportResult). The additions trigger the list's live campaigns.
 func (s *Server) importContacts(c *fiber.Ctx) error {
 	ctx, acc := c.UserContext(), accountOf(c)
 	if _, err := s.store.ListByID(ctx, acc.ID, c.Params("id")); err != nil {
@@ -145,11 +145,7 @@ func (s *Server) importContacts(c *fiber.Ctx) error {
 		return err
 	}
 	defer f.Close()
-	contacts, rowErrors, err := models.ParseContactCSV(f)
-	if err != nil {
-		return err
-	}
-	res, err := s.app.ImportContacts(ctx, acc.ID, c.Params("id"), contacts, rowErrors)
+	res, err := s.app.ImportContactCSV(ctx, acc.ID, c.Params("id"), f)
 	if err != nil {
 		return err
 	}

@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"funnelchat/models/rules"
 )
 
 // ComplianceSettings is an account's consent and quiet-hours configuration (GET /v1/settings/compliance;
 // README, "Compliance"): its own keywords besides the built-in ones (keywords.go), the texts sent for
-// an opt-out, an opt-in and HELP, the quiet hours of business-initiated messages (nil: none) and the
-// time zone used for a contact whose own zone is not known.
+// an opt-out, an opt-in and HELP, the quiet hours of business-initiated messages (nil: none), the
+// time zone used for a contact whose own zone is not known, and the country in which a phone number
+// written without a country code is read (nil: the time zone's country, see PhoneRegion).
 type ComplianceSettings struct {
 	OptOutKeywords     []string    `json:"optOutKeywords"`
 	OptInKeywords      []string    `json:"optInKeywords"`
@@ -22,11 +25,13 @@ type ComplianceSettings struct {
 	HelpText           string      `json:"helpText"`
 	QuietHours         *QuietHours `json:"quietHours"`
 	TimeZone           string      `json:"timeZone"`
+	DefaultCountry     *string     `json:"defaultCountry"`
 }
 
 // ComplianceInput is a partial update of ComplianceSettings: nil fields are left as they are.
 // SetQuietHours says that QuietHours was given: nil then means none for the account ("quietHours":
 // null), which is different from not having chosen (the operator's DEFAULT_QUIET_HOURS).
+// SetDefaultCountry says that DefaultCountry was given: nil then clears it.
 type ComplianceInput struct {
 	OptOutKeywords     *[]string
 	OptInKeywords      *[]string
@@ -36,6 +41,8 @@ type ComplianceInput struct {
 	SetQuietHours      bool
 	QuietHours         *QuietHours
 	TimeZone           *string
+	SetDefaultCountry  bool
+	DefaultCountry     *string
 }
 
 // Limits of the compliance settings.
@@ -88,6 +95,7 @@ type complianceRow struct {
 	HelpText           *string   `bun:"help_text"`
 	QuietHours         *string   `bun:"quiet_hours"`
 	TimeZone           string    `bun:"time_zone"`
+	DefaultCountry     *string   `bun:"default_country"`
 	UpdatedAt          time.Time `bun:"updated_at"`
 }
 
@@ -104,7 +112,7 @@ func (s *Store) complianceSettings(ctx context.Context, db bun.IDB, accountID st
 	}
 	err := db.NewSelect().TableExpr("accounts AS a").
 		ColumnExpr("a.name").
-		ColumnExpr("cs.opt_out_keywords, cs.opt_in_keywords, cs.opt_out_confirmation, cs.opt_in_confirmation, cs.help_text, cs.quiet_hours").
+		ColumnExpr("cs.opt_out_keywords, cs.opt_in_keywords, cs.opt_out_confirmation, cs.opt_in_confirmation, cs.help_text, cs.quiet_hours, cs.default_country").
 		ColumnExpr("COALESCE(cs.time_zone, ?) AS time_zone", defaultTimeZone).
 		Join("LEFT JOIN compliance_settings AS cs ON cs.account_id = a.id").
 		Where("a.id = ?", accountID).Scan(ctx, &out)
@@ -138,6 +146,7 @@ func (s *Store) settingsOf(name string, row *complianceRow) (*ComplianceSettings
 		HelpText:           helpFrom + help,
 		QuietHours:         s.defaultQuiet(),
 		TimeZone:           row.TimeZone,
+		DefaultCountry:     row.DefaultCountry,
 	}
 	for _, kw := range []struct {
 		raw string
@@ -231,6 +240,16 @@ func (s *Store) UpdateComplianceSettings(ctx context.Context, accountID string, 
 		}
 		row.TimeZone = v
 		set = append(set, "time_zone")
+	}
+	if in.SetDefaultCountry {
+		if in.DefaultCountry != nil {
+			c, err := rules.Country("defaultCountry", *in.DefaultCountry)
+			if err != nil {
+				return nil, validation(err)
+			}
+			row.DefaultCountry = &c
+		}
+		set = append(set, "default_country")
 	}
 	if _, err := s.AccountByID(ctx, accountID); err != nil {
 		return nil, err

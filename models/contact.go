@@ -59,9 +59,10 @@ const (
 // maxNameLength bounds first and last names.
 const maxNameLength = 200
 
-// normalize validates the input and returns the contact it describes (without ids).
-func (in ContactInput) normalize() (*Contact, error) {
-	phone, err := NormalizePhone(in.Phone)
+// normalize validates the input and returns the contact it describes (without ids); a phone without a
+// country code is read in region (Store.PhoneRegion).
+func (in ContactInput) normalize(region string) (*Contact, error) {
+	phone, err := NormalizePhoneIn(in.Phone, region)
 	if err != nil {
 		return nil, err
 	}
@@ -107,10 +108,14 @@ func cleanName(field, v string) (string, error) {
 
 // CreateOrGetContact creates a contact, or returns the existing one when the phone (or, for a contact
 // without a phone, the email) is already in the account; created tells which. Concurrent calls for one
-// phone make one contact: the unique index decides, and the losers read the winner's row. Errors:
-// VALIDATION_ERROR, INVALID_PHONE.
+// phone make one contact: the unique index decides, and the losers read the winner's row. A phone
+// without a country code is read in the account's PhoneRegion. Errors: VALIDATION_ERROR, INVALID_PHONE.
 func (s *Store) CreateOrGetContact(ctx context.Context, accountID string, in ContactInput) (*Contact, bool, error) {
-	c, err := in.normalize()
+	region, err := s.phoneRegionFor(ctx, accountID, in.Phone)
+	if err != nil {
+		return nil, false, fmt.Errorf("create contact: %w", err)
+	}
+	c, err := in.normalize(region)
 	if err != nil {
 		return nil, false, err
 	}
@@ -175,9 +180,14 @@ func (s *Store) ContactsByID(ctx context.Context, accountID string, ids []string
 	return out, nil
 }
 
-// ContactByPhone looks a contact up by phone in any accepted notation. Errors: INVALID_PHONE, NOT_FOUND.
+// ContactByPhone looks a contact up by phone in any accepted notation (without a country code: in the
+// account's PhoneRegion, as CreateOrGetContact reads it). Errors: INVALID_PHONE, NOT_FOUND.
 func (s *Store) ContactByPhone(ctx context.Context, accountID, phone string) (*Contact, error) {
-	norm, err := NormalizePhone(phone)
+	region, err := s.phoneRegionFor(ctx, accountID, phone)
+	if err != nil {
+		return nil, fmt.Errorf("contact by phone: %w", err)
+	}
+	norm, err := NormalizePhoneIn(phone, region)
 	if err != nil {
 		return nil, err
 	}

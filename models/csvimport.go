@@ -21,10 +21,20 @@ type CSVRowError struct {
 // MaxImportRows bounds one import: a file with more data rows is refused as a whole.
 const MaxImportRows = 50000
 
+// ContactCSV is a contact file as ParseContactCSV read it: the contacts of its valid rows, the rows it
+// did not take, and the header's names of the columns it did not read.
+type ContactCSV struct {
+	Contacts       []ContactInput
+	Errors         []CSVRowError
+	IgnoredColumns []string
+}
+
 // ParseContactCSV reads a CSV file of contacts: a header row naming the columns phone, first_name,
-// last_name and email (any order, case-insensitive, surrounding spaces and a UTF-8 BOM ignored;
-// phone_number, firstName and lastName accepted as aliases; unknown columns ignored), then one contact
-// per row. The delimiter is a comma or a semicolon, whichever the header line uses.
+// last_name, email and time_zone (any order; case, spaces, dashes, underscores, surrounding spaces and
+// a UTF-8 BOM ignored; aliases in csvcolumns.go, such as "Mobile Phone", "Given Name", "Surname",
+// "E-mail Address"), then one contact per row. Other columns are not read; their names are returned as
+// IgnoredColumns. The delimiter is a comma or a semicolon, whichever the header line uses. A phone
+// without a country code is read in region (NormalizePhoneIn; the account's is Store.PhoneRegion).
 //
 // Quoting is strict RFC 4180, as encoding/csv reads it without LazyQuotes (space before a field is
 // ignored): a field holding the delimiter, a quote or a line break is enclosed in double quotes, with
@@ -39,30 +49,28 @@ const MaxImportRows = 50000
 // normalized (phone in E.164, email lower-cased, names trimmed), in file order, one per row: a row
 // repeating an earlier row's phone (or, for a row without a phone, email) is returned too, so that
 // ImportContacts counts every row. Invalid rows, including rows with invalid UTF-8 or bad quoting, are
-// reported in the second result with the line number the row starts on (the header's line counts) and
-// skipped. Blank lines are skipped silently. A file with a header and no rows returns no contacts and
-// no error.
+// reported in Errors with the line number the row starts on (the header's line counts) and skipped.
+// Blank lines are skipped silently. A file with a header and no rows returns no contacts and no error.
 //
 // Errors: VALIDATION_ERROR for an empty file, a header naming neither a phone nor an email column (or a
 // column twice) or with bad quoting, more than MaxImportRows data rows, or a file that is not CSV
 // text; anything else (a failing reader) is internal. The file is streamed: besides the result, only a
 // record at a time is held.
-func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
+func ParseContactCSV(r io.Reader, region string) (*ContactCSV, error) {
 	br := bufio.NewReader(r)
 	if err := skipByteOrderMark(br); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	head, err := readHead(br)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	recs := &csvRecords{src: bufio.NewReader(io.MultiReader(bytes.NewReader(head), br)), comma: byte(sniffDelimiter(head))}
 
 	var (
-		cols     *csvColumns
-		contacts []ContactInput
-		rowErrs  []CSVRowError
-		rows     int
+		cols *csvColumns
+		file = &ContactCSV{}
+		rows int
 	)
 	for {
 		// Before the header, blank lines are skipped as readHead skips them, so that the header is the
@@ -72,17 +80,17 @@ func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
 			break
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if cols == nil {
 			if problem != "" {
 				if bytes.IndexByte(recs.raw, 0) >= 0 {
-					return nil, nil, errBinaryCSV(line)
+					return nil, errBinaryCSV(line)
 				}
-				return nil, nil, Errorf(CodeValidation, "the header row (line %d) is not valid CSV: %s", line, problem)
+				return nil, Errorf(CodeValidation, "the header row (line %d) is not valid CSV: %s", line, problem)
 			}
-			if cols, err = parseCSVHeader(rec, line); err != nil {
-				return nil, nil, err
+			if cols, file.IgnoredColumns, err = parseCSVHeader(rec, line, region); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -90,23 +98,23 @@ func ParseContactCSV(r io.Reader) ([]ContactInput, []CSVRowError, error) {
 			continue
 		}
 		if rows++; rows > MaxImportRows {
-			return nil, nil, Errorf(CodeValidation, "the file has more than %d contact rows: split it into several imports", MaxImportRows)
+			return nil, Errorf(CodeValidation, "the file has more than %d contact rows: split it into several imports", MaxImportRows)
 		}
 		if problem != "" {
-			rowErrs = append(rowErrs, CSVRowError{Row: line, Error: problem})
+			file.Errors = append(file.Errors, CSVRowError{Row: line, Error: problem})
 			continue
 		}
 		in, err := cols.contact(rec)
 		if err != nil {
-			rowErrs = append(rowErrs, CSVRowError{Row: line, Error: ErrorMessage(err)})
+			file.Errors = append(file.Errors, CSVRowError{Row: line, Error: ErrorMessage(err)})
 			continue
 		}
-		contacts = append(contacts, in)
+		file.Contacts = append(file.Contacts, in)
 	}
 	if cols == nil {
-		return nil, nil, Errorf(CodeValidation, "the file is empty: it needs a header row naming the columns phone, first_name, last_name, email")
+		return nil, Errorf(CodeValidation, "the file is empty: it needs a header row naming the columns phone, first_name, last_name, email")
 	}
-	return contacts, rowErrs, nil
+	return file, nil
 }
 
 // maxRecordBytes bounds a row whose quoted field spans lines: a quote still open beyond it is taken as
@@ -392,106 +400,6 @@ func sniffDelimiter(head []byte) rune {
 	return ','
 }
 
-// The columns the import reads, and the header names that designate them (compared lower-cased).
-const (
-	colPhone = iota
-	colFirstName
-	colLastName
-	colEmail
-	colTimeZone
-	numCSVColumns
-)
-
-var csvColumnNames = [numCSVColumns]string{"phone", "first_name", "last_name", "email", "time_zone"}
-
-var csvHeaderNames = map[string]int{
-	"phone":        colPhone,
-	"phone_number": colPhone,
-	"phonenumber":  colPhone, // the API's phoneNumber
-	"first_name":   colFirstName,
-	"firstname":    colFirstName,
-	"last_name":    colLastName,
-	"lastname":     colLastName,
-	"email":        colEmail,
-	"time_zone":    colTimeZone, // the contact's IANA zone, for quiet hours
-	"timezone":     colTimeZone,
-}
-
-// csvColumns holds, for each column the import reads, its index in a record, or -1 when the file does
-// not have it.
-type csvColumns [numCSVColumns]int
-
 func errBinaryCSV(line int) error {
 	return Errorf(CodeValidation, "the file is not CSV text (line %d holds binary data): export the spreadsheet as CSV UTF-8", line)
-}
-
-func parseCSVHeader(rec []string, line int) (*csvColumns, error) {
-	cols := &csvColumns{-1, -1, -1, -1, -1}
-	for i, name := range rec {
-		// A NUL never appears in CSV text; it does in spreadsheets, archives and UTF-16 files.
-		if strings.IndexByte(name, 0) >= 0 {
-			return nil, errBinaryCSV(line)
-		}
-		name = strings.TrimFunc(name, func(r rune) bool { return unicode.IsSpace(r) || r == '\uFEFF' })
-		col, ok := csvHeaderNames[strings.ToLower(name)]
-		if !ok {
-			continue
-		}
-		if prev := cols[col]; prev >= 0 {
-			return nil, Errorf(CodeValidation, "the header row (line %d) names the %s column twice: %q and %q",
-				line, csvColumnNames[col], strings.TrimSpace(rec[prev]), name)
-		}
-		cols[col] = i
-	}
-	if cols[colPhone] < 0 && cols[colEmail] < 0 {
-		return nil, Errorf(CodeValidation, "the header row (line %d) names neither a phone nor an email column: expected columns phone, first_name, last_name, email", line)
-	}
-	return cols, nil
-}
-
-// contact validates a data row as CreateOrGetContact validates its input, and returns the normalized
-// contact. Messages name the CSV columns.
-func (cols *csvColumns) contact(rec []string) (ContactInput, error) {
-	var raw [numCSVColumns]string
-	for col, i := range cols {
-		if i < 0 || i >= len(rec) {
-			continue // short row: the missing columns are empty
-		}
-		if !utf8.ValidString(rec[i]) {
-			return ContactInput{}, Errorf(CodeValidation, "%s is not valid UTF-8 text: save the file as CSV UTF-8", csvColumnNames[col])
-		}
-		raw[col] = rec[i]
-	}
-	phone, err := NormalizePhone(raw[colPhone])
-	if err != nil {
-		return ContactInput{}, err
-	}
-	email, err := NormalizeEmail(raw[colEmail])
-	if err != nil {
-		return ContactInput{}, err
-	}
-	if phone == "" && email == "" {
-		return ContactInput{}, Errorf(CodeValidation, "a contact needs a phone or an email")
-	}
-	first, err := cleanName(csvColumnNames[colFirstName], raw[colFirstName])
-	if err != nil {
-		return ContactInput{}, err
-	}
-	last, err := cleanName(csvColumnNames[colLastName], raw[colLastName])
-	if err != nil {
-		return ContactInput{}, err
-	}
-	zone := strings.TrimSpace(raw[colTimeZone])
-	if zone != "" && ValidTimeZone(zone) != nil {
-		return ContactInput{}, Errorf(CodeValidation, "time_zone must be an IANA time zone such as America/New_York")
-	}
-	// The fields of a record share one allocation with its ignored columns: copy what is kept, so a
-	// large file's notes are not held until the import ends.
-	return ContactInput{
-		FirstName: strings.Clone(first),
-		LastName:  strings.Clone(last),
-		Phone:     phone,
-		Email:     strings.Clone(email),
-		TimeZone:  strings.Clone(zone),
-	}, nil
 }

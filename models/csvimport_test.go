@@ -21,10 +21,12 @@ func TestParseContactCSV(t *testing.T) {
 	ada := ContactInput{FirstName: "Ada", LastName: "Lovelace", Phone: "+14155550123", Email: "ada@example.com"}
 	longName := strings.Repeat("é", maxNameLength+1)
 	tests := []struct {
-		name     string
-		in       string
-		want     []ContactInput
-		wantErrs []CSVRowError
+		name        string
+		in          string
+		region      string
+		want        []ContactInput
+		wantErrs    []CSVRowError
+		wantIgnored []string
 	}{
 		{
 			name: "canonical header, values normalized",
@@ -68,9 +70,10 @@ func TestParseContactCSV(t *testing.T) {
 			want: []ContactInput{{FirstName: "Jean", LastName: "Dupont, Jr.", Phone: "+442079460958", Email: "jean@example.fr"}},
 		},
 		{
-			name: "semicolon delimiter with a quoted header holding a comma",
-			in:   "\"phone\";\"first_name\";\"notes, free text\"\n+14155550123;Ada;\"a, b\"\n",
-			want: []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
+			name:        "semicolon delimiter with a quoted header holding a comma",
+			in:          "\"phone\";\"first_name\";\"notes, free text\"\n+14155550123;Ada;\"a, b\"\n",
+			want:        []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
+			wantIgnored: []string{"notes, free text"},
 		},
 		{
 			name: "comma delimiter keeps semicolons as data",
@@ -87,7 +90,8 @@ func TestParseContactCSV(t *testing.T) {
 				{FirstName: "Smith, Jr.", LastName: "O\"Brien", Phone: "+14155550123"},
 				{FirstName: "Bo", LastName: "two\nlines", Phone: "+14155550124"},
 			},
-			wantErrs: []CSVRowError{{Row: 6, Error: `phone "123" has no country code: write it in international form, such as +14155550123`}},
+			wantIgnored: []string{"notes"},
+			wantErrs:    []CSVRowError{{Row: 6, Error: `phone "123" has no country code: write it in international form, such as +14155550123, or set the account's defaultCountry`}},
 		},
 		{
 			name: "CRLF line endings",
@@ -115,9 +119,10 @@ func TestParseContactCSV(t *testing.T) {
 			wantErrs: []CSVRowError{{Row: 2, Error: "a contact needs a phone or an email"}},
 		},
 		{
-			name: "unknown and extra columns are ignored",
-			in:   "id,phone,company,first_name\n7,+14155550123,Acme,Ada,surplus,\"more, fields\"\n",
-			want: []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
+			name:        "unknown and extra columns are ignored",
+			in:          "id,phone,company,first_name\n7,+14155550123,Acme,Ada,surplus,\"more, fields\"\n",
+			want:        []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
+			wantIgnored: []string{"id", "company"},
 		},
 		{
 			name: "invalid rows are reported with their line numbers",
@@ -131,7 +136,7 @@ func TestParseContactCSV(t *testing.T) {
 				"+14155550126,Bob,\n", // 8
 			want: []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}, {FirstName: "Bob", Phone: "+14155550126"}},
 			wantErrs: []CSVRowError{
-				{Row: 2, Error: `phone "4155550123" has no country code: write it in international form, such as +14155550123`},
+				{Row: 2, Error: `phone "4155550123" has no country code: write it in international form, such as +14155550123, or set the account's defaultCountry`},
 				{Row: 4, Error: "a contact needs a phone or an email"},
 				{Row: 5, Error: `email "not-an-email" is not a valid email address`},
 				{Row: 6, Error: `phone "+999 1234567" is not a valid phone number with a country code`},
@@ -165,15 +170,15 @@ func TestParseContactCSV(t *testing.T) {
 			name: "a row repeating an invalid row is reported too",
 			in:   "phone\n123\n123\n",
 			wantErrs: []CSVRowError{
-				{Row: 2, Error: `phone "123" has no country code: write it in international form, such as +14155550123`},
-				{Row: 3, Error: `phone "123" has no country code: write it in international form, such as +14155550123`},
+				{Row: 2, Error: `phone "123" has no country code: write it in international form, such as +14155550123, or set the account's defaultCountry`},
+				{Row: 3, Error: `phone "123" has no country code: write it in international form, such as +14155550123, or set the account's defaultCountry`},
 			},
 		},
 		{
 			name:     "blank lines are skipped silently and still counted as lines",
 			in:       "\n\n  \nphone,first_name\n\n   \n,\n \"\",\"\"\n+14155550123,Ada\n\n\n123,Bad\n",
 			want:     []ContactInput{{FirstName: "Ada", Phone: "+14155550123"}},
-			wantErrs: []CSVRowError{{Row: 12, Error: `phone "123" has no country code: write it in international form, such as +14155550123`}},
+			wantErrs: []CSVRowError{{Row: 12, Error: `phone "123" has no country code: write it in international form, such as +14155550123, or set the account's defaultCountry`}},
 		},
 		{
 			name: "blank lines before a semicolon header do not decide the delimiter",
@@ -204,9 +209,10 @@ func TestParseContactCSV(t *testing.T) {
 			},
 		},
 		{
-			name: "invalid UTF-8 in an ignored column does not matter",
-			in:   "phone,company\n+14155550123,Soci\xe9t\xe9\n",
-			want: []ContactInput{{Phone: "+14155550123"}},
+			name:        "invalid UTF-8 in an ignored column does not matter",
+			in:          "phone,company\n+14155550123,Soci\xe9t\xe9\n",
+			want:        []ContactInput{{Phone: "+14155550123"}},
+			wantIgnored: []string{"company"},
 		},
 		{
 			name: "an unclosed quote in a middle row is that row's error; the rows it swallowed are read",
@@ -274,7 +280,7 @@ func TestParseContactCSV(t *testing.T) {
 				{FirstName: "Ada \"The\"\nCountess", LastName: "\"Lovelace\"", Phone: "+14155550123"},
 				{FirstName: "Bob", Phone: "+14155550124"},
 			},
-			wantErrs: []CSVRowError{{Row: 5, Error: `phone "123" has no country code: write it in international form, such as +14155550123`}},
+			wantErrs: []CSVRowError{{Row: 5, Error: `phone "123" has no country code: write it in international form, such as +14155550123, or set the account's defaultCountry`}},
 		},
 		{
 			name:     "an unclosed quote on the last row",
@@ -302,14 +308,135 @@ func TestParseContactCSV(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, rowErrs, err := ParseContactCSV(strings.NewReader(tt.in))
+			file, err := ParseContactCSV(strings.NewReader(tt.in), tt.region)
 			if err != nil {
 				t.Fatalf("ParseContactCSV: %v", err)
 			}
-			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tt.want, file.Contacts, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("contacts (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantErrs, rowErrs, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tt.wantErrs, file.Errors, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("row errors (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantIgnored, file.IgnoredColumns, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("ignored columns (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Each column is found under each of its names, in the spellings exports use: case, spaces, dashes and
+// underscores do not count.
+func TestParseContactCSVHeaderAliases(t *testing.T) {
+	ada := ContactInput{FirstName: "Ada", LastName: "Lovelace", Phone: "+14155550123", Email: "ada@example.com", TimeZone: "America/Chicago"}
+	columns := []struct {
+		value string
+		names []string
+		// want keeps the column's field of ada, with the companion column's (email, or phone for an
+		// email alias).
+		want ContactInput
+	}{
+		{"+14155550123", []string{"phone", "Phone Number", "phone_number", "PhoneNumber", "Mobile", "mobile phone", "Mobile-Phone", "Cell", "Telephone", "TEL"},
+			ContactInput{Phone: ada.Phone, Email: ada.Email}},
+		{"Ada", []string{"first_name", "First Name", "firstname", "FirstName", "first-name", "Given Name", "given_name"},
+			ContactInput{FirstName: ada.FirstName, Email: ada.Email}},
+		{"Lovelace", []string{"last_name", "Last Name", "LastName", "Surname", "Family Name", "family-name"},
+			ContactInput{LastName: ada.LastName, Email: ada.Email}},
+		{"ada@example.com", []string{"email", "E-mail", "Email Address", "E-mail Address", "email_address", "EMAIL"},
+			ContactInput{Email: ada.Email, Phone: ada.Phone}},
+		{"America/Chicago", []string{"time_zone", "Time Zone", "timezone", "TimeZone", "TZ", "tz"},
+			ContactInput{TimeZone: ada.TimeZone, Email: ada.Email}},
+	}
+	for _, col := range columns {
+		for _, name := range col.names {
+			t.Run(name, func(t *testing.T) {
+				companion, value := "email", ada.Email
+				if col.want.Phone != "" && col.value == ada.Email {
+					companion, value = "phone", ada.Phone
+				}
+				in := fmt.Sprintf("%s,%s\n%s,%s\n", name, companion, col.value, value)
+				file, err := ParseContactCSV(strings.NewReader(in), "")
+				if err != nil {
+					t.Fatalf("ParseContactCSV(%q): %v", in, err)
+				}
+				if diff := cmp.Diff([]ContactInput{col.want}, file.Contacts); diff != "" {
+					t.Errorf("contacts (-want +got):\n%s", diff)
+				}
+				if len(file.Errors) != 0 || len(file.IgnoredColumns) != 0 {
+					t.Errorf("row errors %v, ignored columns %q: want none", file.Errors, file.IgnoredColumns)
+				}
+			})
+		}
+	}
+}
+
+// An export as a user's spreadsheet writes it: names under "First Name" and "Last Name", a national
+// phone number, columns the import does not read.
+func TestParseContactCSVRealExport(t *testing.T) {
+	in := "First Name,Last Name,Phone,Company,Phone 2,,Notes\n" +
+		"Ada,Lovelace,(415) 555-0105,Acme,,,met at the fair\n" +
+		"Jean,Dupont,+33 1 23 45 67 89,,,,\n"
+	file, err := ParseContactCSV(strings.NewReader(in), "US")
+	if err != nil {
+		t.Fatalf("ParseContactCSV: %v", err)
+	}
+	want := []ContactInput{
+		{FirstName: "Ada", LastName: "Lovelace", Phone: "+14155550105"},
+		{FirstName: "Jean", LastName: "Dupont", Phone: "+33123456789"},
+	}
+	if diff := cmp.Diff(want, file.Contacts); diff != "" {
+		t.Errorf("contacts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"Company", "Phone 2", "Notes"}, file.IgnoredColumns); diff != "" {
+		t.Errorf("ignored columns (-want +got):\n%s", diff)
+	}
+	if len(file.Errors) != 0 {
+		t.Errorf("row errors: %v", file.Errors)
+	}
+}
+
+// A phone without a country code is read in the region given, and is the row's error without one.
+func TestParseContactCSVRegion(t *testing.T) {
+	tests := []struct {
+		region   string
+		in       string
+		want     []ContactInput
+		wantErrs []CSVRowError
+	}{
+		{
+			region: "US",
+			in:     "phone,first_name\n(415) 555-0105,Ada\n+44 20 7946 0958,Jean\n1 415 555 0106,Cy\n415 555 010,Short\n",
+			want: []ContactInput{
+				{FirstName: "Ada", Phone: "+14155550105"}, {FirstName: "Jean", Phone: "+442079460958"}, {FirstName: "Cy", Phone: "+14155550106"},
+			},
+			wantErrs: []CSVRowError{{Row: 5, Error: `phone "415 555 010" has the wrong number of digits for US`}},
+		},
+		{
+			region: "GB",
+			in:     "phone,first_name\n07700 900123,Bo\n020 7946 0958,Di\n+1 415 555 0105,Ada\n",
+			want: []ContactInput{
+				{FirstName: "Bo", Phone: "+447700900123"}, {FirstName: "Di", Phone: "+442079460958"}, {FirstName: "Ada", Phone: "+14155550105"},
+			},
+		},
+		{
+			region: "",
+			in:     "phone,first_name\n(415) 555-0105,Ada\n+44 20 7946 0958,Jean\n",
+			want:   []ContactInput{{FirstName: "Jean", Phone: "+442079460958"}},
+			wantErrs: []CSVRowError{
+				{Row: 2, Error: `phone "(415) 555-0105" has no country code: write it in international form, such as +14155550123, or set the account's defaultCountry`},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run("region "+tt.region, func(t *testing.T) {
+			file, err := ParseContactCSV(strings.NewReader(tt.in), tt.region)
+			if err != nil {
+				t.Fatalf("ParseContactCSV: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, file.Contacts); diff != "" {
+				t.Errorf("contacts (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantErrs, file.Errors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("row errors (-want +got):\n%s", diff)
 			}
 		})
@@ -329,6 +456,8 @@ func TestParseContactCSVFileErrors(t *testing.T) {
 		{"no header: data on the first line", "+14155550123,Ada\n+14155550124,Bob\n", "header row (line 1) names neither a phone nor an email column"},
 		{"header after blank lines is reported on its line", "\n\nname\n", "header row (line 3)"},
 		{"a column named twice", "Phone,phone_number\n+14155550123,+14155550124\n", `names the phone column twice: "Phone" and "phone_number"`},
+		{"a column named twice under two aliases", "Phone, Mobile ,First Name\n+14155550123,+14155550124,Ada\n", `names the phone column twice: "Phone" and "Mobile"`},
+		{"a column named twice in two spellings", "email,First Name,first-name\nada@example.com,Ada,Ada\n", `names the first_name column twice: "First Name" and "first-name"`},
 		{"a spreadsheet instead of CSV", "PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00phone\n", "the file is not CSV text (line 1 holds binary data)"},
 		{"a header with an unclosed quote", "phone,\"first_name\n+14155550123,Ada\n", `the header row (line 1) is not valid CSV: unclosed quote`},
 		{"a header with a bare quote", "\n\nphone,first\"name\n+14155550123,Ada\n", `the header row (line 3) is not valid CSV: bare quote in field 2`},
@@ -338,10 +467,10 @@ func TestParseContactCSVFileErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, rowErrs, err := ParseContactCSV(strings.NewReader(tt.in))
+			file, err := ParseContactCSV(strings.NewReader(tt.in), "")
 			assertValidationError(t, err, tt.wantMessage)
-			if got != nil || rowErrs != nil {
-				t.Errorf("got %d contacts and %d row errors with the error, want none", len(got), len(rowErrs))
+			if file != nil {
+				t.Errorf("got %d contacts and %d row errors with the error, want none", len(file.Contacts), len(file.Errors))
 			}
 		})
 	}
@@ -351,31 +480,31 @@ func TestParseContactCSVRowLimit(t *testing.T) {
 	const header = "phone,first_name\n"
 	t.Run("exactly MaxImportRows rows", func(t *testing.T) {
 		rows := &repeatedLines{line: "+14155550123,Ada\n", n: MaxImportRows}
-		got, rowErrs, err := ParseContactCSV(io.MultiReader(strings.NewReader(header), rows))
+		file, err := ParseContactCSV(io.MultiReader(strings.NewReader(header), rows), "")
 		if err != nil {
 			t.Fatalf("ParseContactCSV: %v", err)
 		}
-		if len(got) != MaxImportRows || len(rowErrs) != 0 {
-			t.Errorf("got %d contacts and %d row errors, want %d (one per row, though they repeat one phone) and 0", len(got), len(rowErrs), MaxImportRows)
+		if len(file.Contacts) != MaxImportRows || len(file.Errors) != 0 {
+			t.Errorf("got %d contacts and %d row errors, want %d (one per row, though they repeat one phone) and 0", len(file.Contacts), len(file.Errors), MaxImportRows)
 		}
 	})
 	t.Run("blank lines do not count", func(t *testing.T) {
 		rows := &repeatedLines{line: "+14155550123,Ada\n\n,\n", n: MaxImportRows}
-		if _, _, err := ParseContactCSV(io.MultiReader(strings.NewReader(header), rows)); err != nil {
+		if _, err := ParseContactCSV(io.MultiReader(strings.NewReader(header), rows), ""); err != nil {
 			t.Fatalf("ParseContactCSV: %v", err)
 		}
 	})
 	t.Run("one row too many", func(t *testing.T) {
 		rows := &repeatedLines{line: "+14155550123,Ada\n", n: MaxImportRows + 1}
-		_, _, err := ParseContactCSV(io.MultiReader(strings.NewReader(header), rows))
+		_, err := ParseContactCSV(io.MultiReader(strings.NewReader(header), rows), "")
 		assertValidationError(t, err, "more than 50000 contact rows")
 	})
 	t.Run("invalid rows count and reading stops at the limit", func(t *testing.T) {
 		rows := &repeatedLines{line: "123,Bad\n", n: 2 * MaxImportRows}
-		_, rowErrs, err := ParseContactCSV(io.MultiReader(strings.NewReader(header), rows))
+		file, err := ParseContactCSV(io.MultiReader(strings.NewReader(header), rows), "")
 		assertValidationError(t, err, "more than 50000 contact rows")
-		if rowErrs != nil {
-			t.Errorf("got %d row errors with the error, want none", len(rowErrs))
+		if file != nil {
+			t.Errorf("got %d row errors with the error, want none", len(file.Errors))
 		}
 		if rows.n < MaxImportRows/2 {
 			t.Errorf("%d lines were left unread, want the rest of the file left unread", rows.n)
@@ -393,10 +522,11 @@ func TestParseContactCSVLongQuotedField(t *testing.T) {
 		&repeatedLines{line: row, n: n},                                   // lines 3 .. n+2
 		strings.NewReader("end\",,\n+14155550125,Cy,\n"),                  // line n+3 would close it
 	)
-	got, rowErrs, err := ParseContactCSV(in)
+	file, err := ParseContactCSV(in, "")
 	if err != nil {
 		t.Fatalf("ParseContactCSV: %v", err)
 	}
+	got, rowErrs := file.Contacts, file.Errors
 	// Each of Bob's n rows, then Cy's.
 	want := slices.Repeat([]ContactInput{{FirstName: "Bob", Phone: "+14155550124"}}, n)
 	want = append(want, ContactInput{FirstName: "Cy", Phone: "+14155550125"})
@@ -480,71 +610,85 @@ func TestParseContactCSVReadError(t *testing.T) {
 		"after some rows":   io.MultiReader(strings.NewReader("phone\n+14155550123\n+1415"), iotest.ErrReader(errDisk)),
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, rowErrs, err := ParseContactCSV(r)
+			file, err := ParseContactCSV(r, "")
 			if !errors.Is(err, errDisk) {
 				t.Fatalf("err = %v, want the reader's error", err)
 			}
 			if code := ErrorCode(err); code != CodeInternal {
 				t.Errorf("ErrorCode = %s, want %s: a failing reader is not the client's fault", code, CodeInternal)
 			}
-			if got != nil || rowErrs != nil {
-				t.Errorf("got %d contacts and %d row errors with the error, want none", len(got), len(rowErrs))
+			if file != nil {
+				t.Errorf("got %d contacts and %d row errors with the error, want none", len(file.Contacts), len(file.Errors))
 			}
 		})
 	}
 }
 
-// FuzzParseContactCSV checks the promises that hold for any input. Seeds are in
-// testdata/fuzz/FuzzParseContactCSV.
+// FuzzParseContactCSV checks the promises that hold for any input, without a region and with one.
+// Seeds are in testdata/fuzz/FuzzParseContactCSV.
 func FuzzParseContactCSV(f *testing.F) {
 	f.Add([]byte("phone,first_name,last_name,email\n+14155550123,Ada,Lovelace,ada@example.com\n"))
+	f.Add([]byte("Mobile Phone,First Name,Surname,E-mail Address,Notes\n(415) 555-0105,Ada,Lovelace,ada@example.com,x\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		contacts, rowErrs, err := ParseContactCSV(bytes.NewReader(data))
-		if err != nil {
-			if code := ErrorCode(err); code != CodeValidation {
-				t.Fatalf("error code %s (%v), want %s: the input is in memory", code, err, CodeValidation)
-			}
-			if contacts != nil || rowErrs != nil {
-				t.Fatalf("got %d contacts and %d row errors with the error %v", len(contacts), len(rowErrs), err)
-			}
-			return
-		}
-		if n := len(contacts) + len(rowErrs); n > MaxImportRows {
-			t.Fatalf("%d rows accepted or reported, more than MaxImportRows", n)
-		}
-		for _, c := range contacts {
-			if c.Phone == "" && c.Email == "" {
-				t.Fatalf("contact %+v has neither phone nor email", c)
-			}
-			if c.Phone != "" {
-				if !strings.HasPrefix(c.Phone, "+") {
-					t.Fatalf("phone %q does not start with +", c.Phone)
-				}
-				if norm, err := NormalizePhone(c.Phone); err != nil || norm != c.Phone {
-					t.Fatalf("phone %q is not normalized: NormalizePhone gives %q, %v", c.Phone, norm, err)
-				}
-			}
-			if norm, err := NormalizeEmail(c.Email); err != nil || norm != c.Email {
-				t.Fatalf("email %q is not normalized: NormalizeEmail gives %q, %v", c.Email, norm, err)
-			}
-			for _, name := range []string{c.FirstName, c.LastName} {
-				if !utf8.ValidString(name) || strings.TrimSpace(name) != name || utf8.RuneCountInString(name) > maxNameLength {
-					t.Fatalf("name %q is not clean", name)
-				}
-			}
-		}
-		lines := bytes.Count(data, []byte("\n")) + 1
-		prev := 1 // the header's line at the earliest
-		for _, e := range rowErrs {
-			if e.Row <= prev || e.Row > lines {
-				t.Fatalf("row error on line %d, want after line %d and within the file's %d lines", e.Row, prev, lines)
-			}
-			if e.Error == "" {
-				t.Fatalf("row error on line %d has no message", e.Row)
-			}
-			prev = e.Row
+		for _, region := range []string{"", "US"} {
+			checkParsedCSV(t, data, region)
 		}
 	})
+}
+
+func checkParsedCSV(t *testing.T, data []byte, region string) {
+	t.Helper()
+	file, err := ParseContactCSV(bytes.NewReader(data), region)
+	if err != nil {
+		if code := ErrorCode(err); code != CodeValidation {
+			t.Fatalf("region %q: error code %s (%v), want %s: the input is in memory", region, code, err, CodeValidation)
+		}
+		if file != nil {
+			t.Fatalf("region %q: got %d contacts and %d row errors with the error %v", region, len(file.Contacts), len(file.Errors), err)
+		}
+		return
+	}
+	contacts, rowErrs := file.Contacts, file.Errors
+	if n := len(contacts) + len(rowErrs); n > MaxImportRows {
+		t.Fatalf("%d rows accepted or reported, more than MaxImportRows", n)
+	}
+	for _, c := range contacts {
+		if c.Phone == "" && c.Email == "" {
+			t.Fatalf("contact %+v has neither phone nor email", c)
+		}
+		if c.Phone != "" {
+			if !strings.HasPrefix(c.Phone, "+") {
+				t.Fatalf("phone %q does not start with +", c.Phone)
+			}
+			if norm, err := NormalizePhone(c.Phone); err != nil || norm != c.Phone {
+				t.Fatalf("phone %q is not normalized: NormalizePhone gives %q, %v", c.Phone, norm, err)
+			}
+		}
+		if norm, err := NormalizeEmail(c.Email); err != nil || norm != c.Email {
+			t.Fatalf("email %q is not normalized: NormalizeEmail gives %q, %v", c.Email, norm, err)
+		}
+		for _, name := range []string{c.FirstName, c.LastName} {
+			if !utf8.ValidString(name) || strings.TrimSpace(name) != name || utf8.RuneCountInString(name) > maxNameLength {
+				t.Fatalf("name %q is not clean", name)
+			}
+		}
+	}
+	for _, name := range file.IgnoredColumns {
+		if _, read := csvHeaderNames[csvHeaderKey(name)]; read || name == "" || strings.TrimSpace(name) != name {
+			t.Fatalf("ignored column %q is a column the import reads, or blank, or not trimmed", name)
+		}
+	}
+	lines := bytes.Count(data, []byte("\n")) + 1
+	prev := 1 // the header's line at the earliest
+	for _, e := range rowErrs {
+		if e.Row <= prev || e.Row > lines {
+			t.Fatalf("row error on line %d, want after line %d and within the file's %d lines", e.Row, prev, lines)
+		}
+		if e.Error == "" {
+			t.Fatalf("row error on line %d has no message", e.Row)
+		}
+		prev = e.Row
+	}
 }
 
 func assertValidationError(t *testing.T, err error, wantMessage string) {

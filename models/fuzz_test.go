@@ -21,27 +21,30 @@ func isClientError(err error) bool {
 }
 
 func FuzzNormalizePhone(f *testing.F) {
-	for _, seed := range []string{"+14155550123", "+1 (415) 555-0123", "0044 7700 900123", "4155550123", "",
+	for _, seed := range []string{"+14155550123", "+1 (415) 555-0123", "0044 7700 900123", "4155550123", "(415) 555-0105", "07700 900123", "011 44 20 7946 0958", "",
 		"+", "++1", "+1\x00415", "+999999999999999999999", "+١٤١٥٥٥٥٠١٢٣", "tel:+14155550123", strings.Repeat("9", 500)} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out, err := NormalizePhone(in)
-		if err != nil {
-			if !isClientError(err) {
-				t.Fatalf("NormalizePhone(%q): %v is not a client error", in, err)
+		// Without a region (NormalizePhone), and read in two countries as an account's default.
+		for _, region := range []string{"", "US", "GB"} {
+			out, err := NormalizePhoneIn(in, region)
+			if err != nil {
+				if !isClientError(err) {
+					t.Fatalf("NormalizePhoneIn(%q, %q): %v is not a client error", in, region, err)
+				}
+				continue
 			}
-			return
-		}
-		if out == "" {
-			return // empty input, no phone
-		}
-		if out[0] != '+' || strings.Trim(out[1:], "0123456789") != "" || len(out) > 16 {
-			t.Fatalf("NormalizePhone(%q) = %q, not E.164", in, out)
-		}
-		again, err := NormalizePhone(out)
-		if err != nil || again != out {
-			t.Fatalf("NormalizePhone(%q) = %q, but normalizing that gives %q, %v", in, out, again, err)
+			if out == "" {
+				continue // empty input, no phone
+			}
+			if out[0] != '+' || strings.Trim(out[1:], "0123456789") != "" || len(out) > 16 {
+				t.Fatalf("NormalizePhoneIn(%q, %q) = %q, not E.164", in, region, out)
+			}
+			again, err := NormalizePhone(out)
+			if err != nil || again != out {
+				t.Fatalf("NormalizePhoneIn(%q, %q) = %q, but normalizing that gives %q, %v", in, region, out, again, err)
+			}
 		}
 	})
 }

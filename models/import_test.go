@@ -9,16 +9,12 @@ import (
 	"funnelchat/models"
 )
 
-// importCSV parses the CSV and imports it into the list, as POST /v1/lists/{id}/import does.
+// importCSV imports the CSV into the list, as POST /v1/lists/{id}/import does.
 func importCSV(t *testing.T, accountID, listID, csv string) *models.ImportResult {
 	t.Helper()
-	contacts, rowErrs, err := models.ParseContactCSV(strings.NewReader(csv))
+	res, err := env.Store.ImportContactCSV(context.Background(), accountID, listID, strings.NewReader(csv))
 	if err != nil {
-		t.Fatalf("ParseContactCSV: %v", err)
-	}
-	res, err := env.Store.ImportContacts(context.Background(), accountID, listID, contacts, rowErrs)
-	if err != nil {
-		t.Fatalf("ImportContacts: %v", err)
+		t.Fatalf("ImportContactCSV: %v", err)
 	}
 	return res
 }
@@ -121,11 +117,11 @@ func TestImportContactsCountsEveryRow(t *testing.T) {
 	// ImportContacts is given rows as they are: two notations of one phone are one contact.
 	t.Run("rows naming one contact differently", func(t *testing.T) {
 		accountID, listID := newListWithContact(t, "+14155550321")
-		res, err := env.Store.ImportContacts(ctx, accountID, listID, []models.ContactInput{
+		res, err := env.Store.ImportContacts(ctx, accountID, listID, &models.ContactCSV{Contacts: []models.ContactInput{
 			{FirstName: "Cy", Phone: "+14155550322"},
 			{FirstName: "Cy", Phone: "+1 415 555 0322"},
 			{FirstName: "Old", Phone: "+1-415-555-0321"},
-		}, nil)
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}

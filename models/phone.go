@@ -12,6 +12,21 @@ import (
 // (a leading + or 00); otherwise, or when it cannot be a phone number of that country, the error is
 // INVALID_PHONE. Spaces, dots, dashes and brackets are allowed, as people type them.
 func NormalizePhone(phone string) (string, error) {
+	return normalizePhone(phone, "", "")
+}
+
+// NormalizePhoneIn is NormalizePhone reading a number written without a country code ("(415)
+// 555-0105", "07700 900123") as a national number of region (ISO 3166 alpha-2, as rules.Country
+// returns it); with region "" such a number is INVALID_PHONE. A number with a country code is read
+// the same whatever region is. An account's region is Store.PhoneRegion's; the message for a number
+// without a country code, when region is "", says where to set it.
+func NormalizePhoneIn(phone, region string) (string, error) {
+	return normalizePhone(phone, region, ", or set the account's defaultCountry")
+}
+
+// normalizePhone is NormalizePhoneIn; hint ends the message for a number without a country code when
+// there is no region.
+func normalizePhone(phone, region, hint string) (string, error) {
 	p := strings.TrimSpace(phone)
 	if p == "" {
 		return "", nil
@@ -28,19 +43,40 @@ func NormalizePhone(phone string) (string, error) {
 		p = "+" + p[2:]
 	}
 	if !strings.HasPrefix(p, "+") {
-		return "", Errorf(CodeInvalidPhone, "phone %q has no country code: write it in international form, such as +14155550123", p)
+		if region == "" {
+			return "", Errorf(CodeInvalidPhone, "phone %q has no country code: write it in international form, such as +14155550123%s", p, hint)
+		}
+		return nationalPhone(p, region)
 	}
 	num, err := phonenumbers.Parse(p, "")
 	if err != nil {
 		return "", Errorf(CodeInvalidPhone, "phone %q is not a valid phone number with a country code", p)
 	}
+	return checkedE164(p, num, "its country")
+}
+
+// nationalPhone reads p, a number without a country code, in region.
+func nationalPhone(p, region string) (string, error) {
+	num, err := phonenumbers.Parse(p, region)
+	if err != nil {
+		return "", Errorf(CodeInvalidPhone, "phone %q is not a valid phone number in %s", p, region)
+	}
+	// The parser also reads a number that starts with the region's international prefix (011 in the
+	// US) or its country code (1 415 555 0105 in the US): the number then names its own country.
+	return checkedE164(p, num, region)
+}
+
+// checkedE164 formats a parsed number in E.164 after checking that it can be one of country's (its
+// country code's region, or the region it was read in, as the messages name it), refusing forms a
+// provider could not dial or that would not be found again by the same phone.
+func checkedE164(p string, num *phonenumbers.PhoneNumber, country string) (string, error) {
 	if phonenumbers.GetRegionCodeForCountryCode(int(num.GetCountryCode())) == "ZZ" {
 		return "", Errorf(CodeInvalidPhone, "phone %q has an unknown country code", p)
 	}
 	// IsPossibleNumber checks the length for the country; full validity (IsValidNumber) would reject
 	// test and newly allocated ranges that providers accept.
 	if !phonenumbers.IsPossibleNumber(num) {
-		return "", Errorf(CodeInvalidPhone, "phone %q has the wrong number of digits for its country", p)
+		return "", Errorf(CodeInvalidPhone, "phone %q has the wrong number of digits for %s", p, country)
 	}
 	e164 := phonenumbers.Format(num, phonenumbers.E164)
 	// E.164 allows at most 15 digits; the parser accepts a few longer national numbers (found by

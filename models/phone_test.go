@@ -87,6 +87,46 @@ func TestNormalizePhoneInvalid(t *testing.T) {
 	})
 }
 
+// A number without a country code is read in the region; one with a country code is read as it says.
+func TestNormalizePhoneIn(t *testing.T) {
+	tests := []struct {
+		in, region, want string
+		wantErr          string // a part of the INVALID_PHONE message; "" when the number is valid
+	}{
+		{"(415) 555-0105", "US", "+14155550105", ""},
+		{"415.555.0105", "US", "+14155550105", ""},
+		{"1 415 555 0105", "US", "+14155550105", ""},       // the country code without its +
+		{"011 44 20 7946 0958", "US", "+442079460958", ""}, // the US international prefix
+		{"07700 900123", "GB", "+447700900123", ""},
+		{"020 7946 0958", "GB", "+442079460958", ""},
+		{"+1 415 555 0105", "GB", "+14155550105", ""},
+		{"0044 20 7946 0958", "US", "+442079460958", ""},
+		{"", "US", "", ""},
+		{"(415) 555-0105", "", "", `has no country code: write it in international form, such as +14155550123, or set the account's defaultCountry`},
+		{"415 555 010", "US", "", "has the wrong number of digits for US"},
+		{"011 999 1234567", "US", "", "is not a valid phone number in US"},
+		{"(415) 555-CALL", "US", "", "may contain only digits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.region+" "+tt.in, func(t *testing.T) {
+			got, err := NormalizePhoneIn(tt.in, tt.region)
+			if tt.wantErr == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("NormalizePhoneIn(%q, %q) = %q, %v; want %q", tt.in, tt.region, got, err, tt.want)
+				}
+				return
+			}
+			if ErrorCode(err) != CodeInvalidPhone || !strings.Contains(ErrorMessage(err), tt.wantErr) || got != "" {
+				t.Fatalf("NormalizePhoneIn(%q, %q) = %q, %v; want INVALID_PHONE saying %q", tt.in, tt.region, got, err, tt.wantErr)
+			}
+		})
+	}
+	// NormalizePhone has no account to point to.
+	if _, err := NormalizePhone("(415) 555-0105"); strings.Contains(ErrorMessage(err), "defaultCountry") {
+		t.Errorf("NormalizePhone's message names the account's setting: %v", err)
+	}
+}
+
 func TestNormalizeEmail(t *testing.T) {
 	// A 254-byte address, the longest SMTP allows: 64-byte local part, "@", 189-byte domain.
 	label := strings.Repeat("d", 60)

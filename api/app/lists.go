@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"io"
 
 	"funnelchat/models"
 )
@@ -31,10 +32,10 @@ func (a *App) AddToListWithConsent(ctx context.Context, accountID, listID, conta
 	return a.AddToList(ctx, accountID, listID, []string{contactID})
 }
 
-// ImportContacts adds parsed CSV rows to a list and queues the openings they trigger. Errors: those of
-// ImportContacts.
-func (a *App) ImportContacts(ctx context.Context, accountID, listID string, contacts []models.ContactInput, rowErrors []models.CSVRowError) (*models.ImportResult, error) {
-	res, err := a.store.ImportContacts(ctx, accountID, listID, contacts, rowErrors)
+// ImportContactCSV imports a CSV file of contacts into a list and queues the openings the additions
+// trigger. Errors: those of models.Store.ImportContactCSV.
+func (a *App) ImportContactCSV(ctx context.Context, accountID, listID string, file io.Reader) (*models.ImportResult, error) {
+	res, err := a.store.ImportContactCSV(ctx, accountID, listID, file)
 	if err != nil {
 		return nil, err
 	}

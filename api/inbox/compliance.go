@@ -12,8 +12,8 @@ import (
 )
 
 // The compliance section of the settings page (README, "Compliance"): the account's own consent
-// keywords, the texts sent for them, its quiet hours and its time zone. Every member sees them; only
-// owners save them.
+// keywords, the texts sent for them, its quiet hours, its time zone and the country its contacts'
+// national phone numbers are read in. Every member sees them; only owners save them.
 
 // commonTimeZones are suggested for the account's time zone (any IANA name is accepted).
 var commonTimeZones = []string{
@@ -53,6 +53,20 @@ func (v complianceView) QuietEnd() string {
 	return v.QuietHours.End
 }
 
+// Country is the account's default country for the form ("" when it has none).
+func (v complianceView) Country() string {
+	if v.DefaultCountry == nil {
+		return ""
+	}
+	return *v.DefaultCountry
+}
+
+// ZoneCountry is the country phone numbers are read in while the account has no default country: its
+// time zone's, or "" when that zone is not one country's.
+func (v complianceView) ZoneCountry() string {
+	return models.ZoneRegion(v.TimeZone)
+}
+
 // splitKeywords reads a keyword field: words separated by commas or spaces.
 func splitKeywords(s string) []string {
 	words := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || unicode.IsSpace(r) })
@@ -63,7 +77,8 @@ func splitKeywords(s string) []string {
 }
 
 // saveCompliance: POST /inbox/settings/compliance {optOutKeywords, optInKeywords, optOutConfirmation,
-// optInConfirmation, helpText, noQuietHours, quietStart, quietEnd, timeZone} (owners). Only what the
+// optInConfirmation, helpText, noQuietHours, quietStart, quietEnd, timeZone, defaultCountry} (owners;
+// an empty defaultCountry clears it). Only what the
 // form changed is saved, so that a setting still at its default (the texts naming the account, the
 // operator's quiet hours) keeps following it. Nothing is saved when a field is invalid; the error
 // names the field as the form does.
@@ -107,6 +122,12 @@ func (h *Handler) saveCompliance(c *fiber.Ctx) error {
 	if tz := strings.TrimSpace(c.FormValue("timeZone")); tz != cur.TimeZone {
 		in.TimeZone = &tz
 	}
+	if country := strings.TrimSpace(c.FormValue("defaultCountry")); country != (complianceView{ComplianceSettings: cur}).Country() {
+		in.SetDefaultCountry = true
+		if country != "" {
+			in.DefaultCountry = &country
+		}
+	}
 	if _, err := h.app.UpdateComplianceSettings(ctx, sess.AccountID, in); err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.done(c, back, false, complianceMessage(models.ErrorMessage(err))+" Nothing was saved.")
@@ -121,6 +142,7 @@ var complianceFields = []struct{ field, label string }{
 	{"optOutKeywords", "Opt-out keywords"}, {"optInKeywords", "Opt-in keywords"},
 	{"optOutConfirmation", "Opt-out confirmation"}, {"optInConfirmation", "Opt-in confirmation"},
 	{"helpText", "Help text"}, {"quietHours", "Quiet hours"}, {"timeZone", "Time zone"},
+	{"defaultCountry", "Default country"},
 }
 
 // keywordIndex is the index of a keyword in an error's field ("optOutKeywords[2]").

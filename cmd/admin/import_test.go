@@ -31,9 +31,12 @@ func TestListImport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var got struct{ Imported, Existing, Invalid int }
+	var got struct {
+		Imported, Existing, Invalid int
+		IgnoredColumns              []string
+	}
 	decodeOne(t, mustRun(t, "list", "import", "--account-email", email, "--list", listID, "--csv", csv), &got)
-	if got.Imported != 2 || got.Existing != 0 || got.Invalid != 1 {
+	if got.Imported != 2 || got.Existing != 0 || got.Invalid != 1 || got.IgnoredColumns == nil || len(got.IgnoredColumns) != 0 {
 		t.Fatalf("first import: %+v", got)
 	}
 	decodeOne(t, mustRun(t, "list", "import", "--account-email", email, "--list", listID, "--csv", csv), &got)
@@ -44,6 +47,24 @@ func TestListImport(t *testing.T) {
 	n, err := store.DB().NewSelect().TableExpr("campaign_sends").Where("account_id = ?", acc.AccountID).Count(ctx)
 	if err != nil || n != 2 {
 		t.Fatalf("%d campaign sends (err %v), want 2", n, err)
+	}
+
+	// An export's headers, and a national number read in the account's time zone's country, as the API
+	// reads them.
+	zone := "America/New_York"
+	if _, err := store.UpdateComplianceSettings(ctx, acc.AccountID, models.ComplianceInput{TimeZone: &zone}); err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(t.TempDir(), "export.csv")
+	if err := os.WriteFile(export, []byte("Mobile,Given Name,Company\n(415) 555-8003,Cy,Acme\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	decodeOne(t, mustRun(t, "list", "import", "--account-email", email, "--list", listID, "--csv", export), &got)
+	if got.Imported != 1 || got.Invalid != 0 || len(got.IgnoredColumns) != 1 || got.IgnoredColumns[0] != "Company" {
+		t.Fatalf("the export's import: %+v", got)
+	}
+	if cy, err := store.ContactByPhone(ctx, acc.AccountID, "+14155558003"); err != nil || cy.FirstName != "Cy" {
+		t.Fatalf("the export's contact: %+v, %v", cy, err)
 	}
 
 	runFails(t, "list", "list", "import", "--account-email", email, "--list", "lst_nope", "--csv", csv)

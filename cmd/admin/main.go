@@ -219,10 +219,6 @@ func listImport(args []string, out io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	contacts, rowErrors, err := models.ParseContactCSV(f)
-	if err != nil {
-		return cliError(err)
-	}
 
 	cfg, store, err := openStore()
 	if err != nil {
@@ -235,7 +231,7 @@ func listImport(args []string, out io.Writer) error {
 	if err != nil {
 		return cliError(err)
 	}
-	res, err := store.ImportContacts(ctx, acc.ID, *listID, contacts, rowErrors)
+	res, err := store.ImportContactCSV(ctx, acc.ID, *listID, f)
 	if err != nil {
 		return cliError(err)
 	}
@@ -251,10 +247,11 @@ func listImport(args []string, out io.Writer) error {
 			fmt.Fprintln(os.Stderr, "admin: opening messages stored but not all enqueued; the worker's sweep will send them:", err)
 		}
 	}
-	for _, e := range rowErrors {
+	for _, e := range res.Errors {
 		fmt.Fprintf(os.Stderr, "row %d: %s\n", e.Row, e.Error)
 	}
-	return printJSON(out, map[string]any{"imported": res.Imported, "existing": res.Existing, "invalid": res.Invalid})
+	return printJSON(out, map[string]any{"imported": res.Imported, "existing": res.Existing, "invalid": res.Invalid,
+		"ignoredColumns": res.IgnoredColumns})
 }
 
 // cliError shows a domain error by its message alone; other errors keep their detail for the operator.

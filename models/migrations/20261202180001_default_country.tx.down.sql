@@ -1,0 +1,1 @@
+ALTER TABLE compliance_settings DROP COLUMN default_country;
