@@ -145,10 +145,13 @@ func TestHTTPSRequired(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res.Body.Close()
+		r, err := readChecked(t, req, res)
 		client.CloseIdleConnections()
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("over TLS: status %d", res.StatusCode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != http.StatusOK {
+			t.Fatalf("over TLS: status %d", r.Status)
 		}
 	})
 }

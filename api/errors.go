@@ -39,8 +39,10 @@ var statusByCode = map[string]int{
 
 // handleError is the one place where errors become status codes and bodies. Domain errors keep their
 // code and message; a failing dependency is 503 UNAVAILABLE; anything else is logged and answered as
-// 500 INTERNAL without detail.
+// 500 INTERNAL without detail. Every answer carries X-Request-Id, also a refusal by the HTTP server
+// before any middleware ran.
 func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	web.EnsureRequestID(c)
 	status, code, msg := classify(err)
 	if status >= 500 {
 		s.log.ErrorContext(c.UserContext(), "request failed", "error", err.Error(), "code", code,
@@ -49,7 +51,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	if status == fiber.StatusServiceUnavailable {
 		c.Set(fiber.HeaderRetryAfter, "5")
 	}
-	if c.Path() == incomingPath {
+	if c.Path() == incomingPath || s.chunked.take(&c.Context().Request.Header) {
 		return c.Status(status).JSON(fiber.Map{"error": msg})
 	}
 	return c.Status(status).JSON(fiber.Map{"error": fiber.Map{"code": code, "message": msg}})

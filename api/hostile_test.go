@@ -61,22 +61,16 @@ func TestHundredMegabyteBodiesAreRefused(t *testing.T) {
 				defer conn.Close()
 				_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 				fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, host, key, size)
-				res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				req := wireRequest("POST", path)
+				res, err := http.ReadResponse(bufio.NewReader(conn), req)
 				if err != nil {
 					t.Fatalf("no answer to a 100 MB Content-Length: %v", err)
 				}
-				body, _ := io.ReadAll(res.Body)
-				if res.StatusCode != http.StatusRequestEntityTooLarge {
-					t.Fatalf("status %d, want 413: %.200s", res.StatusCode, body)
+				r, err := readChecked(t, req, res)
+				if err != nil {
+					t.Fatal(err)
 				}
-				r := response{Status: res.StatusCode, Body: body}
-				if path == incomingEndpoint {
-					if msg, _ := r.JSON(t)["error"].(string); msg == "" {
-						t.Fatalf("413 on the incoming endpoint without the string error form: %s", body)
-					}
-				} else if code := r.errorCode(t); code != "PAYLOAD_TOO_LARGE" {
-					t.Fatalf("413 with code %q: %s", code, body)
-				}
+				expectTooLarge(t, path, r)
 			})
 			t.Run("streamed "+path, func(t *testing.T) {
 				res, err := postRaw(t, srv.URL+path, key, &zeros{left: size})
@@ -87,9 +81,7 @@ func TestHundredMegabyteBodiesAreRefused(t *testing.T) {
 				} else {
 					body, _ := io.ReadAll(res.Body)
 					res.Body.Close()
-					if res.StatusCode != http.StatusRequestEntityTooLarge {
-						t.Fatalf("status %d, want 413: %.200s", res.StatusCode, body)
-					}
+					expectTooLarge(t, path, response{Status: res.StatusCode, Header: res.Header, Body: body})
 				}
 			})
 			// Still up. (Not through do: its OpenAPI check would load the document into the heap
@@ -112,6 +104,55 @@ func TestHundredMegabyteBodiesAreRefused(t *testing.T) {
 	if grown > retainedBound {
 		t.Fatalf("heap in use grew by %.1f MiB over 3 rounds of refused bodies (bound %d MiB)", float64(grown)/(1<<20), retainedBound>>20)
 	}
+}
+
+// expectTooLarge fails the test unless r is a 413 in the error form of the endpoint at path, with
+// X-Request-Id.
+func expectTooLarge(t *testing.T, path string, r response) {
+	t.Helper()
+	if r.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413: %.200s", r.Status, r.Body)
+	}
+	if r.Header.Get("X-Request-Id") == "" {
+		t.Errorf("413 without X-Request-Id")
+	}
+	if path == incomingEndpoint {
+		if msg, _ := r.JSON(t)["error"].(string); msg == "" {
+			t.Fatalf("413 on the incoming endpoint without the string error form: %s", r.Body)
+		}
+	} else if code := r.errorCode(t); code != "PAYLOAD_TOO_LARGE" {
+		t.Fatalf("413 with code %q: %s", code, r.Body)
+	}
+}
+
+// A body of unknown length (chunked) over MAX_BODY_BYTES is refused by the HTTP server while it reads
+// it, before any handler: the answer is still the endpoint's, in its error form, with X-Request-Id.
+// So is a request the HTTP server cannot read at all (a Content-Length beyond int64).
+func TestRefusalsBeforeRoutingKeepTheEndpointsForm(t *testing.T) {
+	srv := startServer(t, "MAX_BODY_BYTES=4096")
+	_, key := newAccount(t)
+	for _, path := range []string{"/v1/contacts", incomingEndpoint} {
+		t.Run("chunked "+path, func(t *testing.T) {
+			// io.MultiReader hides the length: net/http sends the body chunked.
+			res, err := postRaw(t, srv.URL+path, key, io.MultiReader(strings.NewReader(`{"x":"`+strings.Repeat("a", 8192)+`"}`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			expectTooLarge(t, path, response{Status: res.StatusCode, Header: res.Header, Body: body})
+		})
+	}
+	t.Run("a Content-Length beyond int64", func(t *testing.T) {
+		host := strings.TrimPrefix(srv.URL, "http://")
+		a, err := sendRaw(host, []byte("POST /v1/lists HTTP/1.1\r\nHost: "+host+"\r\nContent-Length: 99999999999999999999999\r\n\r\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := response{Status: a.status, Header: a.header, Body: a.body}
+		checkResponse(t, wireRequest("POST", "/v1/lists"), r)
+		expect(t, r, http.StatusBadRequest, "VALIDATION_ERROR")
+	})
 }
 
 // TestInjectedHeadersQueriesAndIdsGetA4xx sends header and query injection attempts and oversized ids:

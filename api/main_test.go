@@ -216,8 +216,9 @@ func do(t testing.TB, method, url, key string, body any, headers ...string) resp
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
-// postRaw posts body as JSON with the key, without do's contract check: for bodies no document
-// describes (fuzzed bytes, an endless stream). The caller closes the response body.
+// postRaw posts body as JSON with the key, for bodies no document describes (fuzzed bytes, an endless
+// stream): the request is not checked against the OpenAPI document, the answer is (checkResponse). An
+// answer cut off before its end is an error. The caller closes the response body.
 func postRaw(t testing.TB, url, key string, body io.Reader) (*http.Response, error) {
 	t.Helper()
 	req, err := http.NewRequest("POST", url, body)
@@ -226,7 +227,31 @@ func postRaw(t testing.TB, url, key string, body io.Reader) (*http.Response, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", key)
-	return httpClient.Do(req)
+	res, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	r, err := readChecked(t, req, res)
+	if err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(r.Body))
+	return res, nil
+}
+
+// readChecked reads res, the answer to req, to its end and closes it; the answer is checked against
+// the OpenAPI document (checkResponse), the request is not. For the tests' own clients and raw
+// connections; do checks the request too.
+func readChecked(t testing.TB, req *http.Request, res *http.Response) (response, error) {
+	t.Helper()
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, fmt.Errorf("reading the body of a %d: %w", res.StatusCode, err)
+	}
+	r := response{Status: res.StatusCode, Header: res.Header, Body: raw}
+	checkResponse(t, req, r)
+	return r, nil
 }
 
 // expect fails the test unless the response has the status (and, for errors, the code).

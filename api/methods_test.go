@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -12,19 +11,19 @@ import (
 )
 
 // rawRequest sends one request, written by hand so that any method goes out as is, over a connection
-// of its own (wireBytes), and reads the response.
+// of its own (wireBytes), and reads the response, checked against the OpenAPI document.
 func rawRequest(t *testing.T, srv *server, method, path string, headers ...string) response {
 	t.Helper()
-	res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(wireBytes(t, srv, method, path, headers...))), &http.Request{Method: method})
+	req := wireRequest(method, path)
+	res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(wireBytes(t, srv, method, path, headers...))), req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
+	r, err := readChecked(t, req, res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return response{Status: res.StatusCode, Header: res.Header, Body: body}
+	return r
 }
 
 // A method Fiber does not know (it would answer a plain-text 400 by itself) goes through the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -86,11 +87,49 @@ func servedByAPI(path string, h http.Header) bool {
 }
 
 // checkContract fails the test when a request to the api server or its response does not match the
-// OpenAPI document. The response is always checked, error bodies included (an unknown path must still
-// answer an object-form error). The request is checked too, but when the server refused it with a 4xx
-// a mismatch is expected (tests send malformed requests on purpose) and only logged; the server
-// accepting a request the document calls invalid is a mismatch.
+// OpenAPI document (checkExchange says which answers are checked, and how). The request is checked
+// too, but when the server refused it with a 4xx a mismatch is expected (tests send malformed
+// requests on purpose) and only logged; the server accepting a request the document calls invalid is
+// a mismatch.
 func checkContract(t testing.TB, req *http.Request, body []byte, r response) {
+	t.Helper()
+	checkExchange(t, req, body, true, r)
+}
+
+// checkResponse fails the test when the api server's answer to req does not match the OpenAPI
+// document; the request itself is not checked: it is for requests that do not follow the document on
+// purpose (fuzzed or endless bodies, raw bytes net/http would not send), whose answers still must.
+func checkResponse(t testing.TB, req *http.Request, r response) {
+	t.Helper()
+	checkExchange(t, req, nil, false, r)
+}
+
+// wireRequest is the request a hand-written request line names (method, and target as sent), built
+// field by field for checkResponse: net/http refuses what such lines carry on purpose (a method that
+// is not a token, a NUL in the target).
+func wireRequest(method, target string) *http.Request {
+	if _, err := url.ParseRequestURI(target); err != nil {
+		// Not a target any route matches (a NUL in it): kept whole as the path, which no operation has.
+		return &http.Request{Method: method, URL: &url.URL{Path: target}, Header: http.Header{}}
+	}
+	path, query, _ := strings.Cut(target, "?")
+	if unescaped, err := url.PathUnescape(path); err == nil {
+		path = unescaped
+	}
+	return &http.Request{Method: method, URL: &url.URL{Path: path, RawQuery: query}, Header: http.Header{}}
+}
+
+// checkExchange is the one rule for which answers are checked against the document, and how:
+//   - answers of the tests' other servers (webhook and provider sinks) are not the api's: skipped
+//     (servedByAPI); so are HEAD answers, which are GET's without a body;
+//   - an operation of the document (method and path, found by kin-openapi's router) is validated by
+//     openapi3filter.ValidateResponse: status (an undocumented one fails), headers and body;
+//   - a path or method no operation has must be an error in the document's object form (an unknown
+//     path is 404 NOT_FOUND, an unknown method 405); a success there fails the test, since the
+//     document must describe every endpoint that answers. So must a 431: the HTTP server could not
+//     read the request line and headers, and answers before any route (the document's description
+//     says so). asynqmon's own pages and API under /monitoring/ are its own and not in the document.
+func checkExchange(t testing.TB, req *http.Request, body []byte, checkRequest bool, r response) {
 	t.Helper()
 	// HEAD is GET without a body (Fiber serves it for every GET); there is no body to check.
 	if req.Method == http.MethodHead || !servedByAPI(req.URL.Path, r.Header) {
@@ -104,6 +143,10 @@ func checkContract(t testing.TB, req *http.Request, body []byte, r response) {
 	vreq.Body = io.NopCloser(bytes.NewReader(body))
 	vreq.ContentLength = int64(len(body))
 	call := req.Method + " " + req.URL.Path
+	if r.Status == http.StatusRequestHeaderFieldsTooLarge {
+		c.checkUnrouted(t, req.URL.Path, call, r)
+		return
+	}
 
 	route, params, err := c.router.FindRoute(vreq)
 	switch {
@@ -126,7 +169,7 @@ func checkContract(t testing.TB, req *http.Request, body []byte, r response) {
 	}
 
 	in := &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route, Options: contractOptions}
-	if route.Method == req.Method {
+	if checkRequest && route.Method == req.Method {
 		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
 			if r.Status >= 400 && r.Status < 500 {
 				t.Logf("contract: %s (%s): request does not match the document, refused with %d as it should be: %s",
@@ -141,6 +184,11 @@ func checkContract(t testing.TB, req *http.Request, body []byte, r response) {
 		RequestValidationInput: in, Status: r.Status, Header: r.Header,
 		Body: io.NopCloser(bytes.NewReader(r.Body)), Options: contractOptions,
 	})
+	// ValidateResponse lets any body through where the document describes none (a 204).
+	if documented := route.Operation.Responses.Status(r.Status); err == nil && documented != nil &&
+		len(documented.Value.Content) == 0 && len(r.Body) > 0 {
+		err = errors.New("a body where the document describes none")
+	}
 	if err != nil {
 		t.Errorf("contract: %s: response %d does not match operation %s (%s %s) in api/%s: %s\nresponse body: %s",
 			call, r.Status, route.Operation.OperationID, route.Method, route.Path, openAPIFile, excerpt([]byte(err.Error())), excerpt(r.Body))
@@ -163,7 +211,8 @@ func (c *contract) routeDocumenting(req *http.Request, status int) (*routers.Rou
 
 // checkUnrouted checks the answer to a request no operation describes: it must be an error in the
 // object form (404 NOT_FOUND for an unknown path, or an earlier refusal such as HTTPS_REQUIRED).
-// asynqmon's own pages and API under /monitoring/ are not part of the document.
+// asynqmon's own pages and API under /monitoring/ are not part of the document, its JSON errors
+// excepted (they pass through the server's error renderer).
 func (c *contract) checkUnrouted(t testing.TB, path, call string, r response) {
 	t.Helper()
 	if strings.HasPrefix(path, "/monitoring") && (r.Status < 400 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")) {
@@ -389,6 +438,7 @@ func (r *recordingTB) Errorf(format string, a ...any) {
 // only pass would let the document drift.
 func TestContractCheckCatchesMismatches(t *testing.T) {
 	id := http.Header{"X-Request-Id": {"req-1"}, "Content-Type": {"application/json"}}
+	jsonBody := http.Header{"Content-Type": {"application/json"}}
 	xml := http.Header{"X-Request-Id": {"req-1"}, "Content-Type": {"text/xml"}}
 	list := `{"id":"lst_1","name":"Leads","createdAt":"2026-01-02T03:04:05Z"}`
 	cases := []struct {
@@ -424,6 +474,15 @@ func TestContractCheckCatchesMismatches(t *testing.T) {
 		{"TwiML", "POST", "/v1/channels/sms/inbound", "AccountSid=AC1&To=%2B14155550100",
 			http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, 200, xml, "<Response></Response>", false},
 		{"a sink is not checked", "POST", "/hook", "", nil, 500, http.Header{}, "nope", false},
+		{"431 before routing, in the object form", "GET", "/v1/lists/lst_1", "", nil, 431, id, `{"error":{"code":"VALIDATION_ERROR","message":"Request Header Fields Too Large"}}`, false},
+		{"431 in another form", "GET", "/v1/lists/lst_1", "", nil, 431, id, `{"error":"Request Header Fields Too Large"}`, true},
+		// Nullable fields that refer to a schema: null, or that schema, and nothing else.
+		{"an unassigned conversation", "PUT", "/v1/contacts/ctc_1/assignee", `{"userId":null}`, jsonBody, 200, id, `{"contactId":"ctc_1","assignee":null}`, false},
+		{"an assignee", "PUT", "/v1/contacts/ctc_1/assignee", `{"userId":"usr_1"}`, jsonBody, 200, id, `{"contactId":"ctc_1","assignee":{"userId":"usr_1","email":"a@b.co"}}`, false},
+		{"an assignee without its email", "PUT", "/v1/contacts/ctc_1/assignee", `{"userId":"usr_1"}`, jsonBody, 200, id, `{"contactId":"ctc_1","assignee":{"userId":"usr_1"}}`, true},
+		{"an assignee that is a string", "PUT", "/v1/contacts/ctc_1/assignee", `{"userId":"usr_1"}`, jsonBody, 200, id, `{"contactId":"ctc_1","assignee":"usr_1"}`, true},
+		{"a body where the document describes none", "POST", "/v1/contacts/ctc_1/read", "", nil, 204, id, `{}`, true},
+		{"no body where the document describes none", "POST", "/v1/contacts/ctc_1/read", "", nil, 204, id, "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -436,6 +495,28 @@ func TestContractCheckCatchesMismatches(t *testing.T) {
 			}
 			rec := &recordingTB{TB: t}
 			checkContract(rec, req, []byte(tc.reqBody), response{Status: tc.status, Header: tc.header, Body: []byte(tc.body)})
+			if failed := len(rec.failures) > 0; failed != tc.fails {
+				t.Fatalf("check failed: %v, want %v: %v", failed, tc.fails, rec.failures)
+			}
+		})
+	}
+
+	// checkResponse (postRaw's, raw connections') leaves the request alone, not the answer.
+	for _, tc := range []struct {
+		name, body string
+		fails      bool
+	}{
+		{"response only: an invalid request accepted", list, false},
+		{"response only: an invalid answer", `{"id":"lst_1","name":"Leads"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("POST", "http://127.0.0.1:1/v1/lists", strings.NewReader(`{"name":7}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = jsonBody
+			rec := &recordingTB{TB: t}
+			checkResponse(rec, req, response{Status: 201, Header: id, Body: []byte(tc.body)})
 			if failed := len(rec.failures) > 0; failed != tc.fails {
 				t.Fatalf("check failed: %v, want %v: %v", failed, tc.fails, rec.failures)
 			}

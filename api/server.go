@@ -58,6 +58,8 @@ type Server struct {
 	hub   *web.Hub
 	https web.HTTPS
 	fiber *fiber.App
+	// chunked keeps the incoming endpoint's error form for chunked bodies over the limit (bodylimit.go).
+	chunked chunkedIncoming
 }
 
 // channels are the endpoints of the built-in channels: their settings, and the providers' inbound
@@ -102,7 +104,9 @@ func New(d Deps) *Server {
 		// Fiber's methods, and methodOther for every method it does not know (see otherMethods).
 		RequestMethods: append(slices.Clone(fiber.DefaultMethods), methodOther),
 	})
-	s.fiber.Server().Handler = otherMethods(s.fiber.Server().Handler)
+	srv := s.fiber.Server()
+	srv.Handler = s.chunked.clearing(otherMethods(srv.Handler))
+	srv.HeaderReceived = s.chunked.headerReceived
 	s.routes()
 	return s
 }

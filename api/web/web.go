@@ -38,9 +38,20 @@ func RequestIDFrom(ctx context.Context) string {
 	return id
 }
 
-// RequestID gives every request an id, echoed in X-Request-Id. A client-supplied id is kept when it is
-// short and plain, so it can be traced across systems.
+// RequestID gives every request an id, echoed in X-Request-Id (EnsureRequestID).
 func RequestID(c *fiber.Ctx) error {
+	EnsureRequestID(c)
+	return c.Next()
+}
+
+// EnsureRequestID gives the request an id unless it has one, sets X-Request-Id and returns the id. A
+// client-supplied id is kept when it is short and plain, so it can be traced across systems. Besides
+// RequestID, the error renderer calls it: a request the HTTP server refuses before any middleware runs
+// (a body over the limit, headers over the read buffer) still gets an id.
+func EnsureRequestID(c *fiber.Ctx) string {
+	if id := RequestIDOf(c); id != "" {
+		return id
+	}
 	id := c.Get(HeaderRequestID)
 	if !PlainToken(id, 128) {
 		b := make([]byte, 12)
@@ -51,7 +62,7 @@ func RequestID(c *fiber.Ctx) error {
 	}
 	c.Locals(localRequestID, id)
 	c.Set(HeaderRequestID, id)
-	return c.Next()
+	return id
 }
 
 // RequestIDOf is the request's id (set by RequestID).
