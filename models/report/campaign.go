@@ -104,18 +104,30 @@ type reportRow struct {
 	OptedOut   int      `bun:"opted_out"`
 }
 
-// perContactSQL is the report's row per added contact: its send, and the times of what followed the
-// opening's delivery (sent_at). The arguments are the campaign's consent channel and id.
-const perContactSQL = `SELECT s.id, s.contact_id, s.variant, s.status, s.sent_at,
+// perContactSQL is the report's row per added contact: its send, and the times of what followed its
+// opening (written_at: when the opening was written and handed to the channel, so a lead or a bridge
+// that answers before a slow receiver's answer was recorded counts). A reply is an incoming message
+// that is neither an opt-out nor a HELP (notAReply). The arguments are the campaign's consent channel
+// and id.
+const perContactSQL = `SELECT s.id, s.contact_id, s.variant, s.status, s.sent_at, w.created_at AS written_at,
 	CASE WHEN s.sent_at IS NULL THEN NULL ELSE (SELECT min(m.created_at) FROM messages AS m
-		WHERE m.contact_id = s.contact_id AND m.direction = 'incoming' AND m.created_at > s.sent_at) END AS first_reply_at,
+		WHERE m.contact_id = s.contact_id AND m.direction = 'incoming' AND m.created_at > w.created_at
+		AND NOT ` + notAReply + `) END AS first_reply_at,
 	CASE WHEN s.sent_at IS NULL THEN NULL ELSE (SELECT min(a.created_at) FROM alerts AS a
-		WHERE a.contact_id = s.contact_id AND a.created_at > s.sent_at) END AS handed_off_at,
+		WHERE a.contact_id = s.contact_id AND a.created_at > w.created_at) END AS handed_off_at,
 	CASE WHEN s.sent_at IS NULL THEN NULL ELSE (SELECT min(e.at) FROM consent_events AS e
-		WHERE e.contact_id = s.contact_id AND e.status = 'opted_out' AND e.channel IN (?, '*') AND e.at > s.sent_at) END AS opted_out_at,
+		WHERE e.contact_id = s.contact_id AND e.status = 'opted_out' AND e.channel IN (?, '*') AND e.at > w.created_at) END AS opted_out_at,
 	g.at AS goal_at
-FROM campaign_sends AS s LEFT JOIN goals AS g ON g.campaign_id = s.campaign_id AND g.contact_id = s.contact_id
+FROM campaign_sends AS s LEFT JOIN messages AS w ON w.id = s.message_id
+	LEFT JOIN goals AS g ON g.campaign_id = s.campaign_id AND g.contact_id = s.contact_id
 WHERE s.campaign_id = ?`
+
+// notAReply is true for an incoming message m that answered nothing the campaign said: an opt-out or a
+// HELP. Both are handled as keywords (bot status "keyword"): the built-in and the account's words, and
+// the plain-language requests the bot reads (its opt_out tool, the offline bot's phrases) through the
+// same path; an opt-in keyword, which records an opted_in event for the message, is a reply.
+const notAReply = `(m.bot_status = '` + models.BotKeyword + `' AND NOT EXISTS (SELECT 1 FROM consent_events AS ei
+		WHERE ei.message_id = m.id AND ei.status = 'opted_in'))`
 
 // CampaignReport computes a campaign's report in one query. Errors: NOT_FOUND (another account's
 // campaign too).
@@ -137,7 +149,7 @@ func (r *Reader) CampaignReport(ctx context.Context, accountID, campaignID strin
 	median := func(kind, later string) string {
 		return `SELECT '` + kind + `', 0, CAST(v AS DOUBLE PRECISION), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 FROM (
 			SELECT v, row_number() OVER (ORDER BY v) AS rn, count(*) OVER () AS n FROM (
-				SELECT ` + r.sqlMinutes(later, "sent_at") + ` AS v FROM per WHERE ` + opened + ` AND ` + later + ` IS NOT NULL) AS d) AS r
+				SELECT ` + r.sqlMinutes(later, "written_at") + ` AS v FROM per WHERE ` + opened + ` AND ` + later + ` IS NOT NULL) AS d) AS r
 			WHERE rn IN ((n + 1) / 2, (n + 2) / 2)`
 	}
 	day := func(kind, at string) string {
@@ -378,6 +390,7 @@ type reportContact struct {
 	Variant      int        `bun:"variant"`
 	Status       string     `bun:"status"`
 	SentAt       *time.Time `bun:"sent_at"`
+	WrittenAt    *time.Time `bun:"written_at"`
 	FirstReplyAt *time.Time `bun:"first_reply_at"`
 	HandedOffAt  *time.Time `bun:"handed_off_at"`
 	OptedOutAt   *time.Time `bun:"opted_out_at"`
