@@ -66,7 +66,10 @@ func TestChecksInOnePipelineKeepTheirOwnAnswers(t *testing.T) {
 // counted once, against its own key (all are allowed, and the next one of each key is not).
 func TestConcurrentRequestsKeepTheirOwnCounts(t *testing.T) {
 	srv := startServer(t)
-	const keys, limit = 6, 12
+	// 32 requests at once: on the embedded pair, miniredis runs each check's script in Go's Lua, and a
+	// larger batch on a loaded 2-core machine can outlast the checks' 250 ms bound, where the limiter
+	// lets requests through uncounted by design (fail open) and the test would measure the load.
+	const keys, limit = 4, 8
 	accounts := make([]string, keys)
 	statuses := make([][]int, keys)
 	var wg sync.WaitGroup
