@@ -163,7 +163,8 @@ func (h *Handler) recordConsent(c *fiber.Ctx) error {
 	case utf8.RuneCountInString(note) > maxConsentNote:
 		return h.done(c, back, false, "The note must be at most "+itoa(maxConsentNote)+" characters. Nothing was recorded.")
 	}
-	in := models.ConsentInput{Channel: c.FormValue("channel"), Status: status, Source: models.ConsentSourceInbox, Text: note, UserID: sess.UserID}
+	in := models.ConsentInput{Channel: c.FormValue("channel"), Status: status, Source: models.ConsentSourceInbox, Text: note,
+		RecordedBy: models.RecordedByUser(sess.UserID, sess.User.Email)}
 	if err := in.Normalize("", models.ConsentSourceInbox); err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.done(c, back, false, sentence(models.ErrorMessage(err))+" Nothing was recorded.")
