@@ -32,9 +32,11 @@ type consentRequest struct {
 	At      time.Time `json:"at"`
 }
 
-// input validates the evidence; prefix names its fields in errors ("consent.").
-func (r *consentRequest) input(prefix string) (models.ConsentInput, error) {
-	in := models.ConsentInput{Channel: r.Channel, Status: r.Status, Source: r.Source, Text: r.Text, IP: r.IP, At: r.At}
+// input validates the evidence of the request c; prefix names its fields in errors ("consent."). The
+// change is recorded as made by the request's API key.
+func (r *consentRequest) input(c *fiber.Ctx, prefix string) (models.ConsentInput, error) {
+	in := models.ConsentInput{Channel: r.Channel, Status: r.Status, Source: r.Source, Text: r.Text, IP: r.IP, At: r.At,
+		RecordedBy: recordedByOf(c)}
 	return in, in.Normalize(prefix, models.ConsentSourceAPI)
 }
 
@@ -59,7 +61,7 @@ func (s *consent) putConsent(c *fiber.Ctx) error {
 	if req.Status == "" {
 		return models.Errorf(models.CodeValidation, "status is required: opted_in or opted_out")
 	}
-	in, err := req.input("")
+	in, err := req.input(c, "")
 	if err != nil {
 		return err
 	}

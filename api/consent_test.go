@@ -486,7 +486,7 @@ func TestConsentLedgerAPI(t *testing.T) {
 			t.Fatalf("Content-Type %q", ct)
 		}
 		rows := readCSV(t, r.Body)
-		if strings.Join(rows[0], ",") != "at,contact_id,phone,email,channel,status,source,text,ip,message_id" || len(rows) != 4 {
+		if strings.Join(rows[0], ",") != "at,contact_id,phone,email,channel,status,source,text,ip,message_id,recorded_by" || len(rows) != 4 {
 			t.Fatalf("export: %v", rows)
 		}
 		if rows[1][0] != given || rows[1][1] != id || rows[1][2] != "+14155559101" || rows[1][4] != "*" || rows[1][8] != "203.0.113.7" {

@@ -59,7 +59,7 @@ func (s *Server) createContact(c *fiber.Ctx) error {
 	// The evidence is checked before anything is stored.
 	var consent *models.ConsentInput
 	if req.Consent != nil {
-		ci, err := req.Consent.input("consent.")
+		ci, err := req.Consent.input(c, "consent.")
 		if err != nil {
 			return err
 		}

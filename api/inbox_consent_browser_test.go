@@ -47,6 +47,12 @@ func (b *inboxTab) consentRowText(channel string) string {
 	return evalJS[string](b, `(e => e ? e.textContent.replace(/\s+/g, ' ').trim() : '')(document.querySelector('#consent li[data-channel="`+channel+`"]'))`)
 }
 
+// consentHistory is the text of each entry of the consent section's history, in the page's order.
+func (b *inboxTab) consentHistory() []string {
+	b.t.Helper()
+	return evalJS[[]string](b, `[...document.querySelectorAll('#consent .consentevent')].map(e => e.textContent.replace(/\s+/g, ' ').trim())`)
+}
+
 // recordConsent fills the conversation's form to record consent and submits it.
 func (b *inboxTab) recordConsent(channel, status, note string) int64 {
 	b.t.Helper()
@@ -159,8 +165,21 @@ func TestInboxBrowserConsent(t *testing.T) {
 		}
 		e := events[len(events)-1]
 		if e.Channel != "live-chat" || e.Status != models.ConsentOptedIn || e.Source != models.ConsentSourceInbox || e.Text != note ||
-			e.UserID == nil || *e.UserID != acc.OwnerUserID {
-			t.Fatalf("the recorded event: %+v (user %v)", e, e.UserID)
+			e.UserID == nil || *e.UserID != acc.OwnerUserID || e.RecordedBy == nil || e.RecordedBy.Email != acc.Email {
+			t.Fatalf("the recorded event: %+v (user %v, recorded by %+v)", e, e.UserID, e.RecordedBy)
+		}
+		// The history lists it first, with the user's email; the keyword's opt-out, recorded before, next.
+		history := b.consentHistory()
+		if len(history) < 2 {
+			b.fatalf("the history lists %q", history)
+		}
+		for _, want := range []string{"Opted in", "live-chat", "inbox", "by " + acc.Email, note} {
+			if !strings.Contains(history[0], want) {
+				b.fatalf("the history's newest entry reads %q, want it to contain %q", history[0], want)
+			}
+		}
+		if !strings.Contains(history[1], "Opted out") || !strings.Contains(history[1], "keyword") || strings.Contains(history[1], "by ") {
+			b.fatalf("the history's second entry reads %q, want the keyword's opt-out, by no one", history[1])
 		}
 
 		// Opting out by hand: the reply box gives way to the notice.
@@ -436,10 +455,19 @@ func TestInboxBrowserConsentLayout(t *testing.T) {
 	} {
 		acc.say(t, srv, "layout-"+strconv.Itoa(i+2), "carla-web", "", "", body)
 	}
+	// A history longer than the section lists at once: by the API, by keywords, by a team member.
+	setConsent(t, acc, contactID, models.ConsentInput{Channel: "live-chat", Status: models.ConsentOptedIn,
+		Source: "chat widget", Text: "Ticked “Chat with us about offers”", RecordedBy: models.RecordedByAPIKey(acc.key)})
+	setConsent(t, acc, contactID, models.ConsentInput{Channel: "whatsapp", Status: models.ConsentOptedIn,
+		Source: "checkout", Text: "Yes, send my order updates on WhatsApp", RecordedBy: models.RecordedByAPIKey(acc.key)})
 	setConsent(t, acc, contactID, models.ConsentInput{Channel: "sms", Status: models.ConsentOptedIn,
-		Source: "landing-page form", Text: "Ticked “Send me offers by text” on northwind.example/spring (form v3)"})
+		Source: "landing-page form", Text: "Ticked “Send me offers by text” on northwind.example/spring (form v3)",
+		RecordedBy: models.RecordedByAPIKey(acc.key)})
+	acc.say(t, srv, "layout-stop", "carla-web", "", "", "STOP")
+	acc.say(t, srv, "layout-start", "carla-web", "", "", "START")
 	setConsent(t, acc, contactID, models.ConsentInput{Channel: "live-chat", Status: models.ConsentOptedOut,
-		Source: models.ConsentSourceInbox, Text: "Asked in the chat to stop the newsletter messages; confirmed by Maria on the phone"})
+		Source: models.ConsentSourceInbox, Text: "Asked in the chat to stop the newsletter messages; confirmed by Maria on the phone",
+		RecordedBy: models.RecordedByUser(acc.OwnerUserID, acc.Email)})
 
 	b := acc.signedIn(t, srv)
 	for _, v := range []screenSize{laptopSize, phoneSize} {
@@ -475,9 +503,33 @@ func TestInboxBrowserConsentLayout(t *testing.T) {
 			b.fatalf("scrolled to the top on a %s, the notice is at %v, want it at the bottom of the screen", v.name, box)
 		}
 		b.saveScreenshot("conversation-opted-out-top-"+v.name+".png", false, 0)
-		evalJS[bool](b, `document.querySelector('#consent details').open = true, document.getElementById('consent').scrollIntoView(), true`)
+		// The history: newest first, five on show and the oldest behind its switch; in each entry the
+		// time stays on the line of the status and channel, and who recorded it takes one more line
+		// (two for a long email on a phone) besides the note.
+		history := b.consentHistory()
+		if len(history) != 6 || !strings.Contains(history[0], "by "+acc.Email) || !strings.Contains(history[1], "START") ||
+			!strings.Contains(history[4], "by API key …"+acc.key[len(acc.key)-4:]) || !strings.Contains(history[5], "chat widget") {
+			b.fatalf("the history on a %s reads %q", v.name, history)
+		}
+		if n := evalJS[int](b, `[...document.querySelectorAll('#consent .consentevent')].filter(e => e.checkVisibility()).length`); n != 5 {
+			b.fatalf("%d history entries on show on a %s, want 5", n, v.name)
+		}
+		lineHeight := evalJS[float64](b, `parseFloat(getComputedStyle(document.querySelector('#consent .consentevent')).lineHeight)`)
+		entries := evalJS[[][]float64](b, `[...document.querySelectorAll('#consent .consentevent')].filter(e => e.checkVisibility()).map(e => [
+			e.getBoundingClientRect().height - (n => n ? n.getBoundingClientRect().height : 0)(e.querySelector('.consentnote')),
+			e.querySelector('.consentwhen').getBoundingClientRect().top - e.querySelector('.pill').getBoundingClientRect().top])`)
+		for i, e := range entries {
+			if e[0] > 3.5*lineHeight || e[1] > lineHeight/2 {
+				b.fatalf("history entry %d on a %s: %vpx tall besides its note, its time %vpx below its status (line %vpx)", i, v.name, e[0], e[1], lineHeight)
+			}
+		}
+		// The sticky reply zone would cover the section's lower part in the pictures.
+		evalJS[bool](b, `document.querySelector('.replyzone').style.visibility = 'hidden', document.getElementById('consent').scrollIntoView(), true`)
+		b.saveElementScreenshot("#consent", "conversation-consent-history-"+v.name+".png")
+		evalJS[bool](b, `document.querySelectorAll('#consent details').forEach(d => d.open = true), true`)
 		b.noHorizontalOverflow("the consent form on a " + v.name)
 		b.saveElementScreenshot("#consent", "conversation-consent-"+v.name+".png")
+		evalJS[bool](b, `document.querySelector('.replyzone').style.visibility = '', true`)
 
 		if status := b.open("/inbox/settings#compliance"); status != http.StatusOK {
 			b.fatalf("settings page: %d", status)

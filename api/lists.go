@@ -86,7 +86,7 @@ func (s *Server) addToList(c *fiber.Ctx) error {
 
 	var res *models.AddResult
 	if req.Consent != nil {
-		in, err := req.Consent.input("consent.")
+		in, err := req.Consent.input(c, "consent.")
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,9 @@ const (
 	localMessageID = "messageID"
 	// localMethod is the method a client sent when otherMethods renamed it.
 	localMethod = "method"
+	// localRecordedBy names the request's API key (its last 4 characters) in the records that say who
+	// made a change (consent events).
+	localRecordedBy = "recordedBy"
 )
 
 // methodOther stands for every request method Fiber does not know (it knows fiber.DefaultMethods).
@@ -136,6 +139,7 @@ func (s *Server) authenticate(allowQuery bool) fiber.Handler {
 		}
 		c.Locals(localAccount, chk.acc)
 		c.Locals(localChecks, chk)
+		c.Locals(localRecordedBy, models.RecordedByAPIKey(key))
 		return c.Next()
 	}
 }
@@ -164,6 +168,13 @@ func apiKeyOf(c *fiber.Ctx, allowQuery bool) string {
 		return strings.TrimSpace(c.Query("apiKey"))
 	}
 	return ""
+}
+
+// recordedByOf is the request's API key as consent events name it (its last 4 characters), or nil
+// before authentication.
+func recordedByOf(c *fiber.Ctx) *models.ConsentRecorder {
+	by, _ := c.Locals(localRecordedBy).(*models.ConsentRecorder)
+	return by
 }
 
 // accountOf returns the authenticated account, or nil before authentication.

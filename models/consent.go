@@ -129,6 +129,71 @@ type ConsentEvent struct {
 	MessageID *string   `bun:"message_id" json:"messageId"`
 	UserID    *string   `bun:"user_id" json:"userId"`
 	At        time.Time `bun:"at" json:"at"`
+
+	// UserEmail (with UserID) and APIKeyLast4 are who recorded the change, as stored.
+	UserEmail   *string `bun:"user_email" json:"-"`
+	APIKeyLast4 *string `bun:"api_key_last4" json:"-"`
+	// RecordedBy is who recorded the change by hand, from UserID, UserEmail and APIKeyLast4; nil for
+	// a change the service made itself (keyword, bot).
+	RecordedBy *ConsentRecorder `bun:"-" json:"recordedBy"`
+}
+
+var _ bun.AfterScanRowHook = (*ConsentEvent)(nil)
+
+// AfterScanRow fills RecordedBy from the stored columns, for every query that reads events.
+func (e *ConsentEvent) AfterScanRow(context.Context) error {
+	e.RecordedBy = nil
+	switch {
+	case e.UserID != nil:
+		e.RecordedBy = &ConsentRecorder{UserID: *e.UserID, Email: derefOr(e.UserEmail, "")}
+	case e.APIKeyLast4 != nil:
+		e.RecordedBy = &ConsentRecorder{APIKey: *e.APIKeyLast4}
+	}
+	return nil
+}
+
+// ConsentRecorder is who recorded a consent change by hand: a signed-in inbox user (UserID and their
+// Email as it was then) or a request with an API key (APIKey: the key's last 4 characters; the key
+// itself is never stored). Make one with RecordedByUser or RecordedByAPIKey.
+type ConsentRecorder struct {
+	UserID string `json:"userId,omitempty"`
+	Email  string `json:"email,omitempty"`
+	APIKey string `json:"apiKey,omitempty"`
+}
+
+// RecordedByUser is the inbox user who records a change.
+func RecordedByUser(userID, email string) *ConsentRecorder {
+	return &ConsentRecorder{UserID: userID, Email: email}
+}
+
+// apiKeyShown is how many of an API key's last characters a consent event keeps: enough for the
+// account to tell its keys apart, far too few to use one.
+const apiKeyShown = 4
+
+// RecordedByAPIKey is the API request that records a change, named by the last 4 characters of key,
+// the raw key it authenticated with (only those are kept); nil when there is no key.
+func RecordedByAPIKey(key string) *ConsentRecorder {
+	if key == "" {
+		return nil
+	}
+	if len(key) > apiKeyShown {
+		key = key[len(key)-apiKeyShown:] // keys are ASCII (newAPIKey)
+	}
+	return &ConsentRecorder{APIKey: strings.Clone(key)}
+}
+
+// Label is how the export names the recorder: the user's email, or "api_key:" and the key's last 4.
+// A user recorded before emails were kept, and since removed from the team, is "user:" and their id.
+func (r *ConsentRecorder) Label() string {
+	switch {
+	case r == nil:
+		return ""
+	case r.APIKey != "":
+		return "api_key:" + r.APIKey
+	case r.Email != "":
+		return r.Email
+	}
+	return "user:" + r.UserID
 }
 
 // ConsentInput is evidence of consent given or withdrawn, from the API, the inbox or an import.
@@ -145,8 +210,9 @@ type ConsentInput struct {
 	IP   string
 	// At is when it was given; zero: now. It may not lie in the future.
 	At time.Time
-	// UserID is the inbox user who recorded it.
-	UserID string
+	// RecordedBy is the inbox user or the API key that recorded it (RecordedByUser,
+	// RecordedByAPIKey); nil for a change the service makes itself.
+	RecordedBy *ConsentRecorder
 }
 
 // Normalize validates the input and fills its defaults: defaultSource when it has no source. Errors:
@@ -215,7 +281,10 @@ func applyConsent(ctx context.Context, tx bun.IDB, c *Contact, change consentCha
 	e := &ConsentEvent{
 		ID: newID(prefixConsent), AccountID: c.AccountID, ContactID: c.ID, Channel: change.Channel, Status: change.Status,
 		Source: change.Source, Text: change.Text, At: change.At,
-		IP: nilIfEmpty(change.IP), MessageID: nilIfEmpty(change.MessageID), UserID: nilIfEmpty(change.UserID),
+		IP: nilIfEmpty(change.IP), MessageID: nilIfEmpty(change.MessageID),
+	}
+	if by := change.RecordedBy; by != nil {
+		e.UserID, e.UserEmail, e.APIKeyLast4 = nilIfEmpty(by.UserID), nilIfEmpty(by.Email), nilIfEmpty(by.APIKey)
 	}
 	if _, err := tx.NewInsert().Model(e).Exec(ctx); err != nil {
 		return false, fmt.Errorf("record consent: %w", err)

@@ -182,8 +182,8 @@ func TestConsentKeywordsBuiltIn(t *testing.T) {
 		t.Fatalf("after STOP: %d events, want 1", len(cc.Events))
 	}
 	csWantEvent(t, cc.Events[0], "sms", models.ConsentOptedOut, models.ConsentSourceKeyword, "STOP", stop.ID, stop.CreatedAt)
-	if cc.Events[0].IP != nil || cc.Events[0].UserID != nil {
-		t.Errorf("keyword event: ip %s user %s, want none", csStr(cc.Events[0].IP), csStr(cc.Events[0].UserID))
+	if e := cc.Events[0]; e.IP != nil || e.UserID != nil || e.RecordedBy != nil {
+		t.Errorf("keyword event: ip %s user %s recorded by %+v, want none", csStr(e.IP), csStr(e.UserID), e.RecordedBy)
 	}
 
 	// "stop" again while opted out: nothing recorded, nothing sent, not the bot's either.
@@ -527,7 +527,8 @@ func TestConsentSetConsent(t *testing.T) {
 		}
 		return c
 	}
-	set(models.ConsentInput{Channel: "sms", Status: models.ConsentOptedIn, Source: "landing-page form", Text: "I agree to texts", IP: "203.0.113.7", At: base, UserID: userID})
+	set(models.ConsentInput{Channel: "sms", Status: models.ConsentOptedIn, Source: "landing-page form", Text: "I agree to texts", IP: "203.0.113.7", At: base,
+		RecordedBy: models.RecordedByUser(userID, acc.User.Email)})
 	// The same status again: evidence, recorded.
 	c := set(models.ConsentInput{Channel: "sms", Status: models.ConsentOptedIn, Text: "again", At: base.Add(time.Minute)})
 	set(models.ConsentInput{Channel: "live-chat", Status: models.ConsentOptedIn, At: base.Add(2 * time.Minute)})
@@ -592,6 +593,15 @@ func TestConsentSetConsent(t *testing.T) {
 	}
 	if e := cc.Events[0]; csStr(e.IP) != "203.0.113.7" || csStr(e.UserID) != userID || e.MessageID != nil {
 		t.Errorf("first event: ip %s user %s message %s; want 203.0.113.7, %s, none", csStr(e.IP), csStr(e.UserID), csStr(e.MessageID), userID)
+	}
+	// Who recorded each: the user with their email as it was then; no one for the others.
+	if by := cc.Events[0].RecordedBy; by == nil || *by != (models.ConsentRecorder{UserID: userID, Email: acc.User.Email}) {
+		t.Errorf("first event recorded by %+v, want the user %s <%s>", by, userID, acc.User.Email)
+	}
+	for i, e := range cc.Events[1:] {
+		if e.RecordedBy != nil {
+			t.Errorf("event %d recorded by %+v, want no one", i+1, e.RecordedBy)
+		}
 	}
 
 	// Another account cannot read or change the contact.
@@ -1068,5 +1078,31 @@ func TestConsentBackDatedEvidenceKeepsANewerOptOut(t *testing.T) {
 	}
 	if c, err := env.Store.SetConsent(ctx, acc.Account.ID, stop.ContactID, in); err != nil || c.Consent.OptedOut("sms") {
 		t.Fatalf("a newer opt-in: %v, %v", c, err)
+	}
+}
+
+// TestConsentRecordedByAPIKey: an API change keeps the last 4 characters of the request's key and
+// nothing more, in the ledger and in the export's label.
+func TestConsentRecordedByAPIKey(t *testing.T) {
+	t.Parallel()
+	acc := csAccount(t, "Keyed")
+	contactID := csIncoming(t, env.Store, acc.Account.ID, csFrom("key"), "sms", "hello").ContactID
+	in := models.ConsentInput{Channel: "sms", Status: models.ConsentOptedOut, Text: "asked by email", RecordedBy: models.RecordedByAPIKey(acc.APIKey)}
+	if err := in.Normalize("", models.ConsentSourceAPI); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.SetConsent(context.Background(), acc.Account.ID, contactID, in); err != nil {
+		t.Fatal(err)
+	}
+	last4 := acc.APIKey[len(acc.APIKey)-4:]
+	e := csConsent(t, acc.Account.ID, contactID).Events[0]
+	if e.RecordedBy == nil || *e.RecordedBy != (models.ConsentRecorder{APIKey: last4}) || csStr(e.APIKeyLast4) != last4 || e.UserID != nil {
+		t.Fatalf("recorded by %+v (stored %s), want the key's last 4 %q only", e.RecordedBy, csStr(e.APIKeyLast4), last4)
+	}
+	if got := e.RecordedBy.Label(); got != "api_key:"+last4 {
+		t.Errorf("label %q, want api_key:%s", got, last4)
+	}
+	if models.RecordedByAPIKey("") != nil {
+		t.Errorf("no key names someone")
 	}
 }

@@ -13,9 +13,9 @@ import (
 )
 
 // Consent on the conversation page (README, "Compliance"): the contact's state per channel with the
-// evidence of its last change, a notice instead of the reply box when the contact opted out on the
-// reply's channel, and a form to record consent given or withdrawn outside the service (a phone call,
-// a paper form).
+// evidence of its last change, its history (each change with who recorded it), a notice instead of
+// the reply box when the contact opted out on the reply's channel, and a form to record consent given
+// or withdrawn outside the service (a phone call, a paper form).
 
 // maxConsentNote is the longest note the form takes: the ledger's limit on an event's text
 // (ConsentInput.Normalize checks it too; the form says it in its own words first).
@@ -82,6 +82,52 @@ func consentRows(cc *models.ContactConsent) []consentRow {
 	return rows
 }
 
+// consentShown is how many of the newest ledger events the conversation page lists at once; the older
+// ones wait behind a "show older" switch, so that a long history keeps the section short on a phone.
+const consentShown = 5
+
+// consentEntry is one event of the contact's consent history, as the conversation page lists it.
+type consentEntry struct{ *models.ConsentEvent }
+
+// Label names the event's channel for people.
+func (e consentEntry) Label() string { return channelLabel(e.Channel) }
+
+// OptedOut reports whether the event withdraws consent.
+func (e consentEntry) OptedOut() bool { return e.Status == models.ConsentOptedOut }
+
+// Who names who recorded the change: the user's email, "API key …" and the key's last 4, or "" for
+// a change the service made itself (its source says what made it).
+func (e consentEntry) Who() string {
+	switch by := e.RecordedBy; {
+	case by == nil:
+		return ""
+	case by.APIKey != "":
+		return "API key …" + by.APIKey
+	case by.Email != "":
+		return by.Email
+	}
+	return "a former team member"
+}
+
+// consentHistory is the contact's consent ledger, newest first: the consentShown newest events, and
+// the older ones.
+type consentHistory struct {
+	Recent, Older []consentEntry
+}
+
+// historyOf lists the ledger cc holds (in the order recorded) newest first: by the time consent was
+// given or withdrawn, which the page shows, so that evidence recorded late (a paper form) takes its
+// place among the rest; of two at one time, the one recorded last first.
+func historyOf(cc *models.ContactConsent) consentHistory {
+	entries := make([]consentEntry, len(cc.Events))
+	for i, e := range cc.Events {
+		entries[len(entries)-1-i] = consentEntry{e}
+	}
+	slices.SortStableFunc(entries, func(a, b consentEntry) int { return b.At.Compare(a.At) })
+	n := min(len(entries), consentShown)
+	return consentHistory{Recent: entries[:n], Older: entries[n:]}
+}
+
 // optedOutRow is the state that stops the reply box: the contact opted out on the channel the reply
 // would take (its own state, else the all-channels one); nil when it did not.
 func optedOutRow(rows []consentRow, channel string) *consentRow {
@@ -139,6 +185,7 @@ func (h *Handler) withConsent(c *fiber.Ctx, v *conversationView) error {
 		return err
 	}
 	v.Consent = consentRows(cc)
+	v.ConsentHistory = historyOf(cc)
 	if v.Reply.Problem == "" {
 		v.OptedOut = optedOutRow(v.Consent, v.Reply.Route.Channel)
 	}
@@ -163,7 +210,8 @@ func (h *Handler) recordConsent(c *fiber.Ctx) error {
 	case utf8.RuneCountInString(note) > maxConsentNote:
 		return h.done(c, back, false, "The note must be at most "+itoa(maxConsentNote)+" characters. Nothing was recorded.")
 	}
-	in := models.ConsentInput{Channel: c.FormValue("channel"), Status: status, Source: models.ConsentSourceInbox, Text: note, UserID: sess.UserID}
+	in := models.ConsentInput{Channel: c.FormValue("channel"), Status: status, Source: models.ConsentSourceInbox, Text: note,
+		RecordedBy: models.RecordedByUser(sess.UserID, sess.User.Email)}
 	if err := in.Normalize("", models.ConsentSourceInbox); err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.done(c, back, false, sentence(models.ErrorMessage(err))+" Nothing was recorded.")

@@ -196,6 +196,8 @@ type conversationView struct {
 	// OptedOut is the state that stops a reply: the contact opted out on the reply's channel (nil
 	// when it did not); the page shows a notice instead of the reply box.
 	OptedOut *consentRow
+	// ConsentHistory is the contact's consent ledger, newest first.
+	ConsentHistory consentHistory
 	// ConsentChannels are the channels the form to record consent offers, besides all channels.
 	ConsentChannels []string
 	// Goals are the contact's goals and the Goal reached button's (goal.go).

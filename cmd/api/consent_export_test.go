@@ -95,7 +95,7 @@ func TestConsentExportStreamsInFlatMemory(t *testing.T) {
 		}
 		r := csv.NewReader(bufio.NewReader(res.Body))
 		header, err := r.Read()
-		if err != nil || strings.Join(header, ",") != "at,contact_id,phone,email,channel,status,source,text,ip,message_id" {
+		if err != nil || strings.Join(header, ",") != "at,contact_id,phone,email,channel,status,source,text,ip,message_id,recorded_by" {
 			t.Fatalf("header %v (%v)", header, err)
 		}
 		var last time.Time

@@ -15,13 +15,16 @@ type ConsentExportRow struct {
 	Email *string `bun:"email"`
 }
 
-// ConsentExportHeader is the export's header row.
-var ConsentExportHeader = []string{"at", "contact_id", "phone", "email", "channel", "status", "source", "text", "ip", "message_id"}
+// ConsentExportHeader is the export's header row. New columns go last, so that readers of the older
+// columns by position keep working.
+var ConsentExportHeader = []string{"at", "contact_id", "phone", "email", "channel", "status", "source", "text", "ip", "message_id",
+	"recorded_by"}
 
-// Record is the row as the export writes it, in ConsentExportHeader's order.
+// Record is the row as the export writes it, in ConsentExportHeader's order. recorded_by is the user's
+// email or api_key:<last 4> (models.ConsentRecorder.Label), empty for a change the service made itself.
 func (r *ConsentExportRow) Record() []string {
 	return []string{r.At.UTC().Format(time.RFC3339Nano), r.ContactID, orEmpty(r.Phone), orEmpty(r.Email), r.Channel, r.Status,
-		r.Source, r.Text, orEmpty(r.IP), orEmpty(r.MessageID)}
+		r.Source, r.Text, orEmpty(r.IP), orEmpty(r.MessageID), r.RecordedBy.Label()}
 }
 
 // consentExportBatch is how many events the export reads per query: it keeps memory flat however many

@@ -70,13 +70,15 @@ func TestConsentExport(t *testing.T) {
 	}
 	// Events recorded the ordinary way, inside the period: one of the account, one of another.
 	mid := atOf(1500).Add(100 * time.Millisecond)
-	in := models.ConsentInput{Channel: "live-chat", Status: models.ConsentOptedOut, IP: "198.51.100.9", Text: "by phone", At: mid}
+	in := models.ConsentInput{Channel: "live-chat", Status: models.ConsentOptedOut, IP: "198.51.100.9", Text: "by phone", At: mid,
+		RecordedBy: models.RecordedByUser(acc.User.ID, acc.User.Email)}
 	if err := in.Normalize("", models.ConsentSourceInbox); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.Store.SetConsent(ctx, accID, withPhone.ID, in); err != nil {
 		t.Fatal(err)
 	}
+	in.RecordedBy = models.RecordedByAPIKey(other.APIKey)
 	if _, err := env.Store.SetConsent(ctx, other.Account.ID, otherContact, in); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +161,7 @@ func TestConsentExport(t *testing.T) {
 		}
 		if r.ID == ledgerEvent.ID {
 			rec := r.Record()
-			want := []string{ledgerEvent.At.UTC().Format(time.RFC3339Nano), withPhone.ID, phone, "p@example.com", "live-chat", "opted_out", "inbox", "by phone", "198.51.100.9", ""}
+			want := []string{ledgerEvent.At.UTC().Format(time.RFC3339Nano), withPhone.ID, phone, "p@example.com", "live-chat", "opted_out", "inbox", "by phone", "198.51.100.9", "", acc.User.Email}
 			if !slices.Equal(rec, want) {
 				t.Errorf("record:\n got %q\nwant %q", rec, want)
 			}
