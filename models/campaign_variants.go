@@ -58,23 +58,15 @@ func (c *Campaign) Variants() []OpeningVariant {
 // ActiveOpenings are the texts new sends may get, by index.
 func (c *Campaign) ActiveOpenings() []string {
 	var out []string
-	for _, v := range c.Variants() {
-		if !v.Retired {
-			out = append(out, v.Text)
-		}
+	for _, v := range c.activeVariants() {
+		out = append(out, v.Text)
 	}
 	return out
 }
 
-// activeVariants are the indexes new sends may get.
-func (c *Campaign) activeVariants() []int {
-	var out []int
-	for _, v := range c.Variants() {
-		if !v.Retired {
-			out = append(out, v.Index)
-		}
-	}
-	return out
+// activeVariants are the variants new sends may get.
+func (c *Campaign) activeVariants() []OpeningVariant {
+	return slices.DeleteFunc(c.Variants(), func(v OpeningVariant) bool { return v.Retired })
 }
 
 // OpeningFor is the text of the variant a send recorded (0 for a campaign with one opening message),
@@ -93,7 +85,7 @@ func (c *Campaign) pickVariant() int {
 	if len(active) == 0 {
 		return 0
 	}
-	return active[rand.IntN(len(active))]
+	return active[rand.IntN(len(active))].Index
 }
 
 // setOpenings gives the campaign the opening texts an edit asks for (texts: one or several), keeping
