@@ -54,12 +54,13 @@ func (h *Handler) answer(ctx context.Context, in *models.Message, try botTry) er
 		return h.Queue.Deliver(ctx, kw.Reply.ID, kw.Reply.DeliveryRound)
 	}
 	contact, payer := in.Contact, in.Account
-	if payer != nil && !payer.BotActive {
-		// The account switched its bot off (PUT /v1/settings/bot {"active":false}): no reply in any
-		// conversation, campaigns' included; the message stays stored.
-		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
-	}
-	if contact.BotPaused {
+	if (payer != nil && !payer.BotActive) || contact.BotPaused {
+		// The account switched its bot off (PUT /v1/settings/bot {"active":false}), or the team took
+		// the conversation: no reply; the message stays stored. A request in plain words to hear no
+		// more is still honoured: with no bot to read it, the plain-language rule does.
+		if in.MessageType == models.MessageTypeText && models.AsksToOptOut(in.Body) {
+			return h.optOut(ctx, in)
+		}
 		return h.Store.SetBotStatus(ctx, in.ID, models.BotSkipped)
 	}
 	// The reply goes back where the message came from (models.AnswerRoute), if the outgoing door lets
@@ -103,14 +104,7 @@ func (h *Handler) answer(ctx context.Context, in *models.Message, try botTry) er
 		return h.sendAlert(ctx, alert)
 	}
 	if resp.OptOut {
-		// The contact asked in its own words to hear no more: the opt-out keyword's effect, and its
-		// confirmation instead of the bot's text.
-		kw, err := h.Store.OptOutByBot(ctx, in)
-		if err != nil || kw.Reply == nil {
-			return err
-		}
-		h.Log.InfoContext(ctx, "opt-out by the bot", "message_id", in.ID, "account_id", in.AccountID)
-		return h.Queue.Deliver(ctx, kw.Reply.ID, kw.Reply.DeliveryRound)
+		return h.optOut(ctx, in)
 	}
 	if resp.Goal {
 		if err := h.reachGoal(ctx, in, campaign, resp.GoalSummary); err != nil {
@@ -315,4 +309,15 @@ func derefString(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// optOut applies the contact's request, in its own words, to hear no more: the opt-out keyword's
+// effect, and its confirmation instead of any text of the bot's.
+func (h *Handler) optOut(ctx context.Context, in *models.Message) error {
+	kw, err := h.Store.OptOutByBot(ctx, in)
+	if err != nil || kw.Reply == nil {
+		return err
+	}
+	h.Log.InfoContext(ctx, "opt-out in plain words", "message_id", in.ID, "account_id", in.AccountID)
+	return h.Queue.Deliver(ctx, kw.Reply.ID, kw.Reply.DeliveryRound)
 }
