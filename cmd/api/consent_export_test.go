@@ -125,8 +125,11 @@ func TestConsentExportStreamsInFlatMemory(t *testing.T) {
 	t.Logf("api RSS before: %d MiB; %d events in %s (peak %d MiB), %d events in %s (peak %d MiB)",
 		baseline/1024, small, smallTook.Round(time.Millisecond), smallPeak/1024, total, bigTook.Round(time.Millisecond), bigPeak/1024)
 	// Ten times the rows: the peak may not grow by more than what the runtime's heap sizing allows
-	// for a stream (16 MiB), where holding the rows would take tens of MiB.
-	if bigPeak > smallPeak+16*1024 {
+	// for a stream (24 MiB), where holding the rows would take 40 MiB and more (90,000 more rows of
+	// eleven fields, about 300 bytes each, in a slice that doubles). The margin was 16 MiB until a
+	// run on a loaded machine, under the race detector, grew by 16.7 MiB while streaming 10 times
+	// slower than usual: the collector lags behind a slow stream.
+	if bigPeak > smallPeak+24*1024 {
 		t.Errorf("the api's peak RSS grew from %d KiB (10,000 events) to %d KiB (100,000 events): the export holds rows", smallPeak, bigPeak)
 	}
 }
