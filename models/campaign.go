@@ -289,16 +289,10 @@ func (s *Store) UpdateCampaign(ctx context.Context, accountID, id string, in Cam
 	}
 	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		resumed = nil
-		if !s.IsSQLite() {
-			// The row lock first: a list add share-locks the campaign while it writes the sends it
-			// owes (triggerCampaigns), so the variants read below are all the sends will ever have
-			// recorded under the old texts, and an add waiting here reads the new ones.
-			if _, err := tx.NewSelect().Model((*Campaign)(nil)).Column("id").
-				Where("account_id = ? AND id = ?", accountID, id).For("UPDATE").Exec(ctx); err != nil {
-				return err
-			}
-		}
-		c, err = campaignByID(ctx, tx, accountID, id)
+		// The row lock with the read: a list add share-locks the campaign while it writes the sends it
+		// owes (triggerCampaigns), so the variants read below are all the sends will ever have
+		// recorded under the old texts, and an add waiting here reads the new ones.
+		c, err = campaignByID(ctx, tx, accountID, id, !s.IsSQLite())
 		if err != nil {
 			return err
 		}
@@ -348,12 +342,16 @@ func (s *Store) Campaign(ctx context.Context, id string) (*Campaign, error) {
 	return c, nil
 }
 
-func campaignByID(ctx context.Context, db bun.IDB, accountID, id string) (*Campaign, error) {
+func campaignByID(ctx context.Context, db bun.IDB, accountID, id string, forUpdate ...bool) (*Campaign, error) {
 	if id == "" || len(id) > maxIDLength {
 		return nil, notFound("campaign")
 	}
 	c := new(Campaign)
-	if err := db.NewSelect().Model(c).Where("account_id = ? AND id = ?", accountID, id).Scan(ctx); err != nil {
+	q := db.NewSelect().Model(c).Where("account_id = ? AND id = ?", accountID, id)
+	if len(forUpdate) > 0 && forUpdate[0] {
+		q = q.For("UPDATE") // PostgreSQL only: SQLite runs one writer at a time
+	}
+	if err := q.Scan(ctx); err != nil {
 		if isNoRows(err) {
 			return nil, notFound("campaign")
 		}
