@@ -30,6 +30,7 @@ func consentEntries(body string) []string {
 }
 
 func TestConsentRecordedBy(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	b, acc, key := signedIn(t, srv)
 	contact := senderOf(t, srv, key, chatIncoming(t, srv, key, "who-1", "vera-web", "live-chat", "hello"))

@@ -536,6 +536,7 @@ const sessionCookieName = "inbox_session"
 // The inbox's own stream also says when a contact's bot is paused or resumed, so that its "needs a
 // human" marker changes in every open tab; GET /v1/events keeps to its four documented types.
 func TestInboxStreamCarriesBotPauses(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	b, _, key := signedIn(t, srv)
 	r := incoming(t, srv, key, "bot-pause-1", "pat", "Pause me")

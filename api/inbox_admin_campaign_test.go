@@ -77,6 +77,7 @@ func (b *inboxTab) adminFillCampaign(listID string) {
 }
 
 func TestInboxAdminCampaignForm(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := adminAccount(t, "lucia.martins@northwind.example", "Northwind")
@@ -252,6 +253,7 @@ func TestInboxAdminCampaignForm(t *testing.T) {
 // TestInboxAdminCampaignFormLayout looks at the campaign form at laptop and phone size and uses it
 // without script. With INBOX_SCREENSHOTS set to a directory it saves campaign-form-laptop.png there.
 func TestInboxAdminCampaignFormLayout(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := adminAccount(t, "lucia.martins@northwind.example", "Northwind")

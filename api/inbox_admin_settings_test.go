@@ -132,6 +132,7 @@ func (b *inboxTab) adminValue(selector string) string {
 }
 
 func TestInboxAdminAvailabilityAndHandoff(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := adminAccount(t, "ines.ferreira@northwind.example", "Northwind")
@@ -282,6 +283,7 @@ func adminCanned(t *testing.T, accountID string) map[string]string {
 }
 
 func TestInboxAdminCannedReplies(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := adminAccount(t, "ines.ferreira@northwind.example", "Northwind")
@@ -454,6 +456,7 @@ func adminChannelIDs() adminIDs {
 }
 
 func TestInboxAdminChannels(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := adminAccount(t, "ines.ferreira@northwind.example", "Northwind")
@@ -735,6 +738,7 @@ func TestInboxAdminOwnerOnlyRoutes(t *testing.T) {
 // and without script: nothing makes the page scroll sideways, and the forms work without script.
 // With INBOX_SCREENSHOTS set to a directory it saves settings-laptop.png there.
 func TestInboxAdminSettingsLayout(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
 	acc := adminAccount(t, "maria.santos@northwind.example", "Northwind")

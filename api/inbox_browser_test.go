@@ -421,6 +421,7 @@ func inboxRequestWith(t *testing.T, method, target string, form url.Values, head
 }
 
 func TestInboxBrowserLiveUpdates(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -589,6 +590,7 @@ func TestInboxBrowserFailedDeliveryRetryNow(t *testing.T) {
 }
 
 func TestInboxBrowserAlertResolves(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -655,6 +657,7 @@ func TestInboxBrowserAlertResolves(t *testing.T) {
 }
 
 func TestInboxBrowserGenerateKey(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -710,6 +713,7 @@ func TestInboxBrowserGenerateKey(t *testing.T) {
 }
 
 func TestInboxBrowserMessageBodiesStayText(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -757,6 +761,7 @@ func TestInboxBrowserMessageBodiesStayText(t *testing.T) {
 }
 
 func TestInboxBrowserFormWithoutCSRFToken(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -807,6 +812,7 @@ func TestInboxBrowserFormWithoutCSRFToken(t *testing.T) {
 const browserSessionCookie = "inbox_session"
 
 func TestInboxBrowserSignOutEndsSession(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -845,6 +851,7 @@ func TestInboxBrowserSignOutEndsSession(t *testing.T) {
 }
 
 func TestInboxBrowserSignInThrottle(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -897,6 +904,7 @@ func TestInboxBrowserSignInThrottle(t *testing.T) {
 }
 
 func TestInboxBrowserOtherAccountIsNotFound(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	a, other := newBrowserAccount(t), newBrowserAccount(t)

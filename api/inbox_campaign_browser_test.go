@@ -367,6 +367,7 @@ func (b *inboxTab) sendStatuses() []string {
 }
 
 func TestInboxBrowserCampaignPage(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	f := buildCampaignFixture(t)

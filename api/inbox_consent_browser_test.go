@@ -77,6 +77,7 @@ func (b *inboxTab) replyState() string {
 }
 
 func TestInboxBrowserConsent(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -278,6 +279,7 @@ func TestInboxBrowserConsent(t *testing.T) {
 // TestInboxBrowserConsentKeyword: a contact who writes STOP while the conversation is open is shown
 // opted out at once, with the service's confirmation named as an auto-reply, here and in the list.
 func TestInboxBrowserConsentKeyword(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -308,6 +310,7 @@ func TestInboxBrowserConsentKeyword(t *testing.T) {
 }
 
 func TestInboxBrowserComplianceSettings(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)
@@ -440,6 +443,7 @@ func TestInboxBrowserComplianceSettings(t *testing.T) {
 // compliance settings at laptop and phone size: nothing makes the page scroll sideways, and the
 // opted-out notice is on screen whole. With INBOX_SCREENSHOTS set to a directory, it saves them there.
 func TestInboxBrowserConsentLayout(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	acc := newBrowserAccount(t)

@@ -12,6 +12,7 @@ import (
 // whatever it holds: a validation error's ";" (which would end a cookie's value), quotes, and
 // characters beyond ASCII.
 func TestInboxFlashKeepsTheWholeMessage(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	b, _, _ := signedIn(t, srv)
 	p := b.post("/inbox/settings", "/inbox/settings/compliance",

@@ -17,6 +17,7 @@ import (
 var newKeyShown = regexp.MustCompile(`id="new-key">([^<]+)<`)
 
 func TestInboxFormsAnswerWithARedirect(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
 	owner, _, oldKey := signedIn(t, srv)
 
@@ -72,6 +73,7 @@ func TestInboxFormsAnswerWithARedirect(t *testing.T) {
 }
 
 func TestInboxOwnerOnlySettings(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
 	owner, acc, key := signedIn(t, srv)
 	r := do(t, "GET", srv.URL+"/v1/settings/webhook", key, nil)
@@ -113,6 +115,7 @@ func sectionOf(t *testing.T, body, id string) string {
 }
 
 func TestInboxActionResultsShowInTheirSection(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
 	owner, _, _ := signedIn(t, srv)
 	for _, c := range []struct {
@@ -189,6 +192,7 @@ func TestInboxReplyBoxShowsWhereTheReplyGoes(t *testing.T) {
 // The compliance section saves the default country: in any case, refused when it is not a country
 // (nothing saved), cleared when emptied; the placeholder shows the time zone's country then.
 func TestInboxSavesTheDefaultCountry(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	b, _, key := signedIn(t, srv)
 	settings := func() map[string]any {

@@ -254,6 +254,7 @@ func (b *inboxTab) csrf() string {
 }
 
 func TestInboxTeamCounts(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	f := newTeamFixture(t, "", "")
@@ -368,6 +369,7 @@ func TestInboxTeamCounts(t *testing.T) {
 }
 
 func TestInboxTeamAssignment(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	f := newTeamFixture(t, "", "")
@@ -575,6 +577,7 @@ func TestInboxTeamAssignment(t *testing.T) {
 }
 
 func TestInboxTeamNotes(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	f := newTeamFixture(t, "", "")
@@ -799,6 +802,7 @@ func (f *teamFixture) at(t *testing.T, table, id string, ago time.Duration) {
 }
 
 func TestInboxTeamAuthorsAndCannedReplies(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	f := newTeamFixture(t, "", "")
@@ -1025,6 +1029,7 @@ func TestInboxTeamAlerts(t *testing.T) {
 }
 
 func TestInboxTeamKeyboard(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	f := newTeamFixture(t, "", "")
@@ -1177,6 +1182,7 @@ func TestInboxTeamKeyboard(t *testing.T) {
 // INBOX_SCREENSHOTS set to a directory, it saves conversations-laptop.png, conversation-laptop.png,
 // conversation-phone.png and alerts-laptop.png there.
 func TestInboxTeamScreenshots(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
 	f := newTeamFixture(t, "maria.santos@northwind.example", "jonas.weber@northwind.example")

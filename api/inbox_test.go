@@ -300,6 +300,7 @@ func TestInboxSignInThrottle(t *testing.T) {
 }
 
 func TestInboxSessions(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 
 	t.Run("signing out ends the session at once", func(t *testing.T) {
@@ -399,6 +400,7 @@ func TestInboxSessions(t *testing.T) {
 }
 
 func TestInboxPagesAndIsolation(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	b, _, key := signedIn(t, srv)
 	_, otherKey := newAccount(t)
@@ -521,6 +523,7 @@ func TestInboxPagesAndIsolation(t *testing.T) {
 }
 
 func TestInboxEmbeddedMedia(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	b, _, key := signedIn(t, srv)
 	_, otherKey := newAccount(t)

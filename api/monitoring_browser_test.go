@@ -31,6 +31,7 @@ const browserTimeout = 60 * time.Second
 // proves the routes; this one proves what an operator sees: the React app, its script bundle and its
 // XHRs to /monitoring/api/ all pass basic auth and the page renders the service's queues.
 func TestMonitoringInBrowser(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t, "ADMIN_USER=ops", "ADMIN_PASSWORD=s3cret")
 	queues := []string{jobs.QueueCritical, jobs.QueueDefault, jobs.QueueCampaigns, jobs.QueueLow}
@@ -107,9 +108,11 @@ func TestMonitoringInBrowser(t *testing.T) {
 const queueLinksJS = `Array.from(document.querySelectorAll('table a[href*="/queues/"]'), a => a.textContent.trim())`
 
 // requireChromium skips the test when Chromium is not installed, and fails it on CI, which installs it.
-// With TEST_BROWSER=skip it skips the test: .ci/run runs the browser tests in one of its two passes
-// only, since what they look at (pages, layout, scripts) does not depend on the backend, and the
-// inbox's handlers are tested on both backends without a browser.
+// With TEST_BROWSER=skip it skips the test: .ci/run runs the browser tests in its embedded pass only
+// (without the race detector, which slows the server they wait on), since what they look at (pages,
+// layout, scripts) does not depend on the backend, and the inbox's handlers are tested on both backends
+// without a browser. Browser tests that start no worker call t.Parallel: they spend their time waiting
+// on Chromium, and each works in an account of its own.
 func requireChromium(t *testing.T) {
 	t.Helper()
 	if os.Getenv("TEST_BROWSER") == "skip" {

@@ -477,6 +477,7 @@ func TestParseContactCSVFileErrors(t *testing.T) {
 }
 
 func TestParseContactCSVRowLimit(t *testing.T) {
+	skipUnderRace(t)
 	const header = "phone,first_name\n"
 	t.Run("exactly MaxImportRows rows", func(t *testing.T) {
 		rows := &repeatedLines{line: "+14155550123,Ada\n", n: MaxImportRows}

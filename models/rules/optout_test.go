@@ -149,6 +149,7 @@ func TestOptOutFoldAccents(t *testing.T) {
 // the phrases and endings (every 41st: the crossed lists run to thousands, and the scan tries them all
 // on every text).
 func TestOptOutTreeMatchesEveryPhraseScan(t *testing.T) {
+	skipUnderRace(t)
 	scan := func(m optOutMatcher, msg message) bool {
 		for _, whole := range m.messages {
 			if len(whole) == len(msg.words) && phraseAt(msg.words, 0, whole) {

@@ -194,6 +194,7 @@ func TestStateQuietHours(t *testing.T) {
 // TestStateAreaCodesMatchGeocoding checks stateAreaCodes against libphonenumber's geocoding, both
 // ways, so that an upgrade of the library that knows a new Florida or Oklahoma area code fails here.
 func TestStateAreaCodesMatchGeocoding(t *testing.T) {
+	skipUnderRace(t)
 	seen := map[string]bool{}
 	for npa := 200; npa <= 999; npa++ {
 		code := fmt.Sprint(npa)
