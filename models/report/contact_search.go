@@ -113,7 +113,8 @@ func contactMatches(db bun.IDB, accountID, q string, top *models.Page) (string, 
 	contacts := func(expr, p string, fold bool, cond string) { prefix("contacts AS s", "s.id", expr, p, fold, cond) }
 	contacts(models.ContactFullNameSQL("s"), term, true, "")
 	contacts(models.ContactLastNameSQL("s"), term, true, "")
-	contacts(models.ContactEmailSQL("s"), term, true, "")
+	// The email's index holds the contacts with an email, which SQLite does not infer from lower().
+	contacts(models.ContactEmailSQL("s"), term, true, "s.email IS NOT NULL AND ")
 	prefix("contact_identities AS s", "s.contact_id", models.IdentitySQL("s"), term, true, "")
 	if digits, plus, ok := phoneQuery(term); ok {
 		intl := []string{digits}

@@ -18,6 +18,8 @@ type searchBook struct {
 	ann, marta, zoe, rome, web, meta, eve, noname, otherAccount string
 	// all are the account's contacts, newest first.
 	all []string
+	// talked are the contacts with a conversation (a message).
+	talked map[string]bool
 }
 
 func newSearchBook(t *testing.T) *searchBook {
@@ -40,6 +42,13 @@ func newSearchBook(t *testing.T) *searchBook {
 	b.eve = create(b.accountID, models.ContactInput{FirstName: "Eve", LastName: "Under_score", Email: "eve@100percent.example"})
 	b.noname = create(b.accountID, models.ContactInput{Email: "plain@example.net"})
 	b.all = []string{b.noname, b.eve, b.meta, b.web, b.rome, b.zoe, b.marta, b.ann}
+	// Conversations with ann and marta too (a team reply by SMS each), besides web's and meta's.
+	for _, id := range []string{b.ann, b.marta} {
+		if _, err := env.Store.HumanReply(ctx, b.accountID, id, "", "hello", "sms"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.talked = map[string]bool{b.ann: true, b.marta: true, b.web: true, b.meta: true}
 	other := testenv.NewAccount(t, env.Store, "").Account.ID
 	b.otherAccount = create(other, models.ContactInput{FirstName: "Ann", LastName: "Lee", Email: "ann.lee@example.com", Phone: "+14155550143"})
 	return b
@@ -121,6 +130,23 @@ func TestContactSearch(t *testing.T) {
 			if got := contactIDs(rows); !slices.Equal(got, want) || next != "" {
 				t.Errorf("q=%q: %v (next %q), want %v", tc.q, got, next, want)
 			}
+			// The conversation list's search is the same search: it finds the conversations of
+			// the contacts found (README, "Contacts").
+			convs := testenv.Conversations(t, reader, b.accountID, models.ReaderAPI, report.ConversationFilter{Query: tc.q})
+			var inConvs, wantConvs []string
+			for _, c := range convs {
+				inConvs = append(inConvs, c.Contact.ID)
+			}
+			for _, id := range want {
+				if b.talked[id] {
+					wantConvs = append(wantConvs, id)
+				}
+			}
+			slices.Sort(inConvs)
+			slices.Sort(wantConvs)
+			if !slices.Equal(inConvs, wantConvs) {
+				t.Errorf("q=%q: the conversation list finds %v, want the found contacts' conversations %v", tc.q, inConvs, wantConvs)
+			}
 		})
 	}
 	t.Run("rows carry the first sender id and the last activity", func(t *testing.T) {
@@ -131,9 +157,9 @@ func TestContactSearch(t *testing.T) {
 		if rows[0].SenderID != "WebUser-42" || rows[0].LastActivityAt == nil {
 			t.Errorf("row %+v: want sender id WebUser-42 and a last activity", rows[0])
 		}
-		rows, _, err = reader.Contacts(context.Background(), b.accountID, "ann", models.Page{Limit: 50})
+		rows, _, err = reader.Contacts(context.Background(), b.accountID, "giulia", models.Page{Limit: 50})
 		if err != nil || len(rows) != 1 || rows[0].SenderID != "" || rows[0].LastActivityAt != nil {
-			t.Errorf("ann, who never wrote: %+v %v", rows, err)
+			t.Errorf("giulia, with no sender id and no message: %+v %v", rows, err)
 		}
 	})
 	t.Run("too long", func(t *testing.T) {
