@@ -25,6 +25,8 @@ type contactListRow struct {
 	Name string
 	// Last is the time of the contact's newest message (zero when it has none).
 	Last time.Time
+	// PhoneIsName: the contact has no name and its phone names it (a phone shows it once).
+	PhoneIsName bool
 }
 
 // contactsView is the contacts page's data.
@@ -74,6 +76,7 @@ func (h *Handler) contactsPage(c *fiber.Ctx) error {
 	v.Rows = make([]contactListRow, len(rows))
 	for i, r := range rows {
 		v.Rows[i] = contactListRow{ContactRow: r, Name: contactName(r.Contact, r.SenderID)}
+		v.Rows[i].PhoneIsName = r.Contact.Phone != nil && v.Rows[i].Name == *r.Contact.Phone
 		if r.LastActivityAt != nil {
 			v.Rows[i].Last = *r.LastActivityAt
 		}
