@@ -136,6 +136,8 @@ func TestInboxContactEditForm(t *testing.T) {
 			[]string{"First name must be at most 200 characters."}},
 		{"Local is no time zone", url.Values{"firstName": {"Zed"}, "timeZone": {"Local"}},
 			[]string{`Time zone "Local" is not an IANA time zone`}},
+		{"a last name too long and a NUL in the first name, both listed", url.Values{"firstName": {"Ze\x00d"}, "lastName": {strings.Repeat("l", 201)}},
+			[]string{"First name must be valid UTF-8 text.", "Last name must be at most 200 characters."}},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +152,8 @@ func TestInboxContactEditForm(t *testing.T) {
 				}
 			}
 			for field, v := range tc.form {
-				if !strings.Contains(body, `name="`+field+`" value="`+v[0]+`"`) {
+				// html/template writes a NUL as U+FFFD.
+				if !strings.Contains(body, `name="`+field+`" value="`+strings.ReplaceAll(v[0], "\x00", "\uFFFD")+`"`) {
 					t.Errorf("%s: what was typed (%q) is not kept", field, v[0])
 				}
 			}
