@@ -77,13 +77,24 @@ func (s *Server) createContact(c *fiber.Ctx) error {
 	return c.Status(status).JSON(contact)
 }
 
-// findContact: GET /v1/contacts?phoneNumber=|email= (exactly one) -> 200 with the contact, or 404.
+// findContact: GET /v1/contacts?phoneNumber=|email=|q= (exactly one). phoneNumber and email look one
+// contact up: 200 with it, or 404. q searches (the contact search, models/report): 200 with a page of
+// the contacts it finds, newest first ({"data","nextCursor"}; a blank q: every contact).
 func (s *Server) findContact(c *fiber.Ctx) error {
 	args := c.Context().QueryArgs()
-	hasPhone, hasEmail := args.Has("phoneNumber"), args.Has("email")
-	if hasPhone == hasEmail {
-		return models.Errorf(models.CodeValidation, "give exactly one of the query parameters phoneNumber and email")
+	given := 0
+	for _, name := range []string{"phoneNumber", "email", "q"} {
+		if args.Has(name) {
+			given++
+		}
 	}
+	if given != 1 {
+		return models.Errorf(models.CodeValidation, "give exactly one of the query parameters phoneNumber, email and q")
+	}
+	if args.Has("q") {
+		return s.searchContacts(c)
+	}
+	hasEmail := args.Has("email")
 	acc := accountOf(c)
 	if hasEmail {
 		contact, err := s.store.ContactByEmail(c.UserContext(), acc.ID, c.Query("email"))
@@ -111,4 +122,21 @@ func (s *Server) getContact(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(contact)
+}
+
+// searchContacts: GET /v1/contacts?q=[&limit=&cursor=] -> {"data":[contact...],"nextCursor"}.
+func (s *Server) searchContacts(c *fiber.Ctx) error {
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	rows, next, err := s.reports.Contacts(c.UserContext(), accountOf(c).ID, c.Query("q"), page)
+	if err != nil {
+		return err
+	}
+	contacts := make([]*models.Contact, len(rows))
+	for i := range rows {
+		contacts[i] = rows[i].Contact
+	}
+	return c.JSON(pageBody(contacts, next))
 }

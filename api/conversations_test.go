@@ -142,17 +142,22 @@ func TestConversationsList(t *testing.T) {
 			q    string
 			want []string
 		}{
-			{"zephyr", []string{alice}},          // last name, part of it
+			// The contact search (GET /v1/contacts?q=, TestSearchContacts): prefixes, in any case.
+			{"zephyr", []string{alice}},          // last name, its start
+			{"ephyrine", []string{}},             // not a prefix
 			{"ALICE ZEPH", []string{alice}},      // first and last name, any case
 			{"alice.z@EXAMPLE", []string{alice}}, // email
+			{"alice-w", []string{alice}},         // sender id
 			{"+14155550142", []string{bob}},      // phone as stored
 			{"(415) 555-0142", []string{bob}},    // phone in another notation
-			{"555 01", []string{bob}},            // a part of the phone's digits
+			{"415 555 01", []string{bob}},        // the start of the phone's national number
+			{"555 01", []string{}},               // digits further in
 			{"bob", []string{bob}},
-			{"q_uote%", []string{carol}},  // LIKE's wildcards are literal
-			{"r", []string{alice, carol}}, // Zephyrine, Carol
-			{"_", []string{carol}},
-			{"%", []string{carol}},
+			{"q_uote%", []string{carol}}, // LIKE's wildcards are literal
+			{"c", []string{carol}},       // Carol, carol-web
+			{"a", []string{alice}},       // Alice, alice-web
+			{"_", []string{}},
+			{"%", []string{}},
 			{"nobody", []string{}},
 			{"  carol  ", []string{carol}}, // trimmed
 		} {

@@ -425,15 +425,15 @@ func TestInboxTeamAssignment(t *testing.T) {
 		if err := env.Store.MarkRead(t.Context(), f.acc.ID, f.owner, theirs); err != nil {
 			t.Fatal(err)
 		}
-		if status := b.open("/inbox/?unread=true&q=o"); status != http.StatusOK {
+		if status := b.open("/inbox/?unread=true&q=t"); status != http.StatusOK {
 			b.fatalf("filtered list: %d", status)
 		}
 		hrefs := evalJS[[]string](b, `[...document.querySelectorAll('.views a')].map(a => a.getAttribute('href'))`)
-		want := []string{"/inbox/?assignee=me&q=o&unread=true", "/inbox/?assignee=none&q=o&unread=true", "/inbox/?q=o&unread=true"}
+		want := []string{"/inbox/?assignee=me&q=t&unread=true", "/inbox/?assignee=none&q=t&unread=true", "/inbox/?q=t&unread=true"}
 		if fmt.Sprint(hrefs) != fmt.Sprint(want) {
 			b.fatalf("the views link to %q, want %q", hrefs, want)
 		}
-		view("Unassigned", "/inbox/?assignee=none&q=o&unread=true", map[string]string{nobody: "Unassigned"})
+		view("Unassigned", "/inbox/?assignee=none&q=t&unread=true", map[string]string{nobody: "Unassigned"})
 		// The search form keeps the view.
 		b.fill(`input[name=q]`, "tom")
 		if status := b.click(`.filters button[type=submit]`); status != http.StatusOK {

@@ -57,3 +57,32 @@ func notFound(what string) *Error {
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// ErrorMessages returns the client-facing message of every domain error in err's tree (errors.Join's
+// too), in order: a form lists them all. An error that holds none gives ErrorMessage's one message.
+func ErrorMessages(err error) []string {
+	var out []string
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		if de, ok := e.(*Error); ok {
+			out = append(out, de.Message)
+			return
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	if len(out) == 0 {
+		return []string{ErrorMessage(err)}
+	}
+	return out
+}

@@ -22,3 +22,9 @@ func (a *App) CreateContact(ctx context.Context, accountID string, in models.Con
 	}
 	return contact, created, nil
 }
+
+// EditContact sets a contact's names, email and time zone, as the team types them (the inbox's contact
+// page). Errors: those of models.Store.EditContact.
+func (a *App) EditContact(ctx context.Context, accountID, contactID string, in models.ContactEdit) (*models.Contact, error) {
+	return a.store.EditContact(ctx, accountID, contactID, in)
+}

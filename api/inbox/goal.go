@@ -51,14 +51,21 @@ type goalsView struct {
 	Done *goalRow
 }
 
-// withGoals adds the contact's goals to the conversation page's data. The button's goal is the
-// conversation's campaign's (Contact.ConversationCampaignID) or, without one or when that campaign is
-// gone, the account's own bot's: what ReachGoal records without a campaign id.
+// withGoals adds the contact's goals to the conversation page's data.
 func (h *Handler) withGoals(c *fiber.Ctx, v *conversationView) error {
+	g, err := h.goalsOf(c, v.Contact)
+	v.Goals = g
+	return err
+}
+
+// goalsOf reads the contact's goals, as the conversation page and the contact page list them. The
+// button's goal is the conversation's campaign's (Contact.ConversationCampaignID) or, without one or
+// when that campaign is gone, the account's own bot's: what ReachGoal records without a campaign id.
+func (h *Handler) goalsOf(c *fiber.Ctx, contact *models.Contact) (goalsView, error) {
 	ctx, accountID := c.UserContext(), sessionOf(c).AccountID
-	goals, err := h.store.GoalsOf(ctx, accountID, v.Contact.ID)
+	goals, err := h.store.GoalsOf(ctx, accountID, contact.ID)
 	if err != nil {
-		return err
+		return goalsView{}, err
 	}
 	names := map[string]*models.Campaign{}
 	campaign := func(id string) (*models.Campaign, error) {
@@ -73,9 +80,9 @@ func (h *Handler) withGoals(c *fiber.Ctx, v *conversationView) error {
 		return cp, nil
 	}
 	var target *models.Campaign
-	if id := v.Contact.ConversationCampaignID; id != nil {
+	if id := contact.ConversationCampaignID; id != nil {
 		if target, err = campaign(*id); err != nil {
-			return err
+			return goalsView{}, err
 		}
 	}
 	g := goalsView{Target: "Account bot"}
@@ -84,7 +91,7 @@ func (h *Handler) withGoals(c *fiber.Ctx, v *conversationView) error {
 	} else {
 		bot, err := h.store.BotSettings(ctx, accountID)
 		if err != nil {
-			return err
+			return goalsView{}, err
 		}
 		g.Goal = bot.Goal
 	}
@@ -97,7 +104,7 @@ func (h *Handler) withGoals(c *fiber.Ctx, v *conversationView) error {
 		if goal.CampaignID != nil {
 			cp, err := campaign(*goal.CampaignID)
 			if err != nil {
-				return err
+				return goalsView{}, err
 			}
 			row.For = "A deleted campaign"
 			if cp != nil {
@@ -112,8 +119,7 @@ func (h *Handler) withGoals(c *fiber.Ctx, v *conversationView) error {
 	if done >= 0 {
 		g.Done = &g.Rows[done]
 	}
-	v.Goals = g
-	return nil
+	return g, nil
 }
 
 // reachGoal: POST /inbox/conversations/{contactId}/goal {note} records that the contact reached the

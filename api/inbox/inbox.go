@@ -72,13 +72,15 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
+	// A file whose name starts with "_" holds parts that several pages render alike (the consent,
+	// the goals): it is parsed with every page and is no page itself.
 	for _, p := range pages {
 		name := strings.TrimSuffix(path.Base(p), ".html")
-		if name == "layout" {
+		if name == "layout" || strings.HasPrefix(name, "_") {
 			continue
 		}
 		inboxPages[name] = template.Must(template.New("layout.html").Funcs(inboxFuncs).
-			ParseFS(inboxTemplateFiles, "templates/layout.html", p))
+			ParseFS(inboxTemplateFiles, "templates/layout.html", "templates/_*.html", p))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 
@@ -34,7 +33,8 @@ type ConversationFilter struct {
 	Unread     *bool
 	NeedsHuman *bool
 	Failed     *bool
-	// Query matches a contact's name, phone or email (case-insensitive, part of the text).
+	// Query is a contact search (contact_search.go): a prefix of a name, the email, the phone or a
+	// sender id, in any case.
 	Query string
 	// Assignee keeps the conversations of one user (an id), or the unassigned ones (AssigneeNone).
 	Assignee string
@@ -43,15 +43,12 @@ type ConversationFilter struct {
 // AssigneeNone is the Assignee filter of the unassigned conversations.
 const AssigneeNone = "none"
 
-// maxQueryLength bounds a search.
-const maxQueryLength = 200
-
 // Conversations lists the account's conversations (contacts with at least one message), newest activity
 // first, with each marker as the reader sees it. The cursor is the last message id of the previous
 // page's last conversation. Errors: VALIDATION_ERROR for a search that is too long.
 func (r *Reader) Conversations(ctx context.Context, accountID, readerID string, f ConversationFilter, page models.Page) ([]Conversation, string, error) {
-	if utf8.RuneCountInString(f.Query) > maxQueryLength {
-		return nil, "", models.Errorf(models.CodeValidation, "q must be at most %d characters", maxQueryLength)
+	if err := checkContactQuery(f.Query); err != nil {
+		return nil, "", err
 	}
 	// The page is chosen by one query and its rows and markers read by others: one snapshot keeps them
 	// in agreement (a reply stored in between would otherwise be marked failed beside an older
@@ -200,16 +197,9 @@ func conversationsByContacts(db bun.IDB, accountID string, f ConversationFilter)
 	if f.Assignee != "" && f.Assignee != AssigneeNone {
 		c = c.Where("c.assignee_id = ?", f.Assignee)
 	}
-	if term := strings.ToLower(strings.TrimSpace(f.Query)); term != "" {
-		like := "%" + likeEscaper.Replace(term) + "%"
-		match := `LOWER(c.first_name || ' ' || c.last_name) LIKE ? ESCAPE '\' OR LOWER(c.email) LIKE ? ESCAPE '\' OR c.phone LIKE ? ESCAPE '\'`
-		args := []any{like, like, like}
-		if digits := onlyDigits(term); len(digits) >= 3 {
-			// "(415) 555" finds +14155550123: phones are stored in E.164.
-			match += ` OR c.phone LIKE ?`
-			args = append(args, "%"+digits+"%")
-		}
-		c = c.Where("("+match+")", args...)
+	// The search is the contact search's (contact_search.go), one rule for every list.
+	if match, args := contactMatches(db, accountID, f.Query, nil); match != "" {
+		c = c.Where("c.id IN ("+match+")", args...)
 	}
 	return db.NewSelect().TableExpr("(?) AS x", c).ColumnExpr("x.last_id").Where("x.last_id IS NOT NULL")
 }
@@ -236,19 +226,6 @@ func conversationMarkers(accountID, readerID string) conversationMarkerSet {
 				AND f.direction = 'outgoing' AND f.status = 'failed')`, []any{accountID}
 		},
 	}
-}
-
-// likeEscaper escapes LIKE's wildcards (and its escape character) in a search term.
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-
-func onlyDigits(v string) string {
-	var b strings.Builder
-	for _, r := range v {
-		if r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // ConversationView is what the inbox shows of one conversation.
