@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -263,5 +264,47 @@ func TestInboxChannelErrorsNameTheMissingField(t *testing.T) {
 		if msg := r.JSON(t)["error"].(map[string]any)["message"]; msg != c.says {
 			t.Fatalf("PUT %s %v: %q, want %q", c.kind, c.body, msg, c.says)
 		}
+	}
+}
+
+// navGaveUp is the navigation's count of deliveries that gave up lately, as shown.
+var navGaveUp = regexp.MustCompile(`data-count="gaveUp"[^>]*>(?:<span class="sr-only">: </span>([^<]*)<span class="sr-only"> gave up in the last 7 days</span>)?</span>`)
+
+// TestInboxGaveUpCountStops: the navigation's count of deliveries that gave up reads at most
+// report.MaxGaveUpCount of them on each page load, and says "99+" beyond; /inbox/counts says 100.
+func TestInboxGaveUpCountStops(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	f := newTeamFixture(t, "", "")
+	owner := adminOwnerClient(t, srv, f.acc)
+	in := f.ingest(t, "web-99", "Ana", "Souza", "hello")
+	shown := func() string {
+		t.Helper()
+		m := navGaveUp.FindStringSubmatch(owner.get("/inbox/settings").Body)
+		if m == nil {
+			t.Fatal("no count of deliveries that gave up in the navigation")
+		}
+		return html.UnescapeString(m[1])
+	}
+	if got := shown(); got != "" {
+		t.Fatalf("with none: %q", got)
+	}
+	for i := range 100 {
+		f.failedFor(t, in.ContactID, fmt.Sprintf("reply %d", i), false)
+		if i == 98 {
+			if got := shown(); got != "99" {
+				t.Fatalf("with 99: %q", got)
+			}
+		}
+	}
+	if got := shown(); got != "99+" {
+		t.Fatalf("with 100: %q, want 99+", got)
+	}
+	f.failedFor(t, in.ContactID, "one more", false)
+	if got := shown(); got != "99+" {
+		t.Fatalf("with 101: %q, want 99+", got)
+	}
+	if p := owner.do("GET", "/inbox/counts", nil, "X-Inbox-Live: counts"); !strings.Contains(p.Body, `"gaveUp":100`) {
+		t.Fatalf("/inbox/counts: %s", p.Body)
 	}
 }

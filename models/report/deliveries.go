@@ -55,9 +55,10 @@ func failedIn(q *bun.SelectQuery, accountID, state string) *bun.SelectQuery {
 	return q
 }
 
-// MaxDeliveryCount is where the Deliveries page's counts stop: a count reads at most this many rows
-// and one more, so that an account with a long outage behind it still gets its page at once.
-const MaxDeliveryCount = 10000
+// MaxDeliveryCount is where the Deliveries page's counts stop (the most one Retry all failed
+// queues): a count reads at most this many rows and one more, so that an account with a long outage
+// behind it still gets its page at once.
+const MaxDeliveryCount = models.MaxRetryAll
 
 // DeliveryCounts are the account's failed deliveries in each state, each counted up to
 // MaxDeliveryCount (a count above it is MaxDeliveryCount + 1).
