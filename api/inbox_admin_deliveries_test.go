@@ -22,9 +22,10 @@ import (
 	"funnelchat/models/report"
 )
 
-// The Deliveries page in a real browser, over a real worker and a webhook receiver that fails:
-// the failed messages newest first, 50 a page, each with its contact, error, attempts and what comes
-// next; Retry one, Retry all failed (twice, and from two sessions at once: each message moves once).
+// The Deliveries page in a real browser, over a real worker and a webhook receiver that fails: the
+// failed messages that gave up apart from those retrying, each newest first, 50 a page, each with its
+// contact, error, attempts and what comes next; Retry one, Retry all failed (twice, and from two
+// sessions at once: each message moves once).
 
 // adminFailed returns the account's failed deliveries, newest first (every page).
 func adminFailed(t *testing.T, accountID string) []models.Message {
@@ -141,8 +142,20 @@ func TestInboxAdminDeliveries(t *testing.T) {
 		})
 		return ids
 	}
-	first := send(55)
+	// 60 messages: 9 exchange labels give up, 51 are retrying (two pages of those).
+	first := send(60)
 	failed := adminFailed(t, acc.ID)
+	var gaveUp, retrying []models.Message
+	for _, m := range failed {
+		if m.NextAttemptAt == nil {
+			gaveUp = append(gaveUp, m)
+		} else {
+			retrying = append(retrying, m)
+		}
+	}
+	if len(gaveUp) != 9 || len(retrying) != 51 {
+		t.Fatalf("%d gave up and %d are retrying, want 9 and 51", len(gaveUp), len(retrying))
+	}
 
 	browser := startChromium(t)
 	b := openInbox(t, browser, srv)
@@ -166,54 +179,84 @@ func TestInboxAdminDeliveries(t *testing.T) {
 		return evalJS[[]string](tab, `[...document.querySelectorAll('#deliveries tbody tr')].map(tr => tr.dataset.messageId)`)
 	}
 
-	t.Run("failed messages newest first, 50 a page, each with what happened", func(t *testing.T) {
+	t.Run("failed messages, those that gave up apart, newest first, 50 a page, each with what happened", func(t *testing.T) {
 		if status := b.click(`nav a[href="/inbox/deliveries"]`); status != http.StatusOK {
 			b.fatalf("the Deliveries entry: %d", status)
 		}
 		if cur := evalJS[string](b, `document.querySelector('nav a[aria-current=page]').textContent.trim()`); !strings.HasPrefix(cur, "Deliveries") {
 			b.fatalf("the current entry is %q", cur)
 		}
-		want := make([]string, 50)
-		for i := range want {
-			want[i] = failed[i].ID
-		}
-		if got := rowIDs(b); !slices.Equal(got, want) {
-			b.fatalf("the first page lists %d messages, not the 50 newest in order", len(got))
-		}
-		cells := evalJS[[][]string](b, `[...document.querySelectorAll('#deliveries tbody tr')].map(tr => [...tr.cells].map(td => td.textContent.replace(/\s+/g, ' ').trim()))`)
 		names := map[string]string{}
 		for _, l := range leads {
 			names[l.id] = l.first + " " + l.last
 		}
-		givenUp := 0
-		for i, m := range failed[:50] {
-			row := cells[i]
-			if row[0] != names[m.ContactID]+" live-chat" {
-				b.fatalf("row %d's contact reads %q", i, row[0])
+		// checkRows checks the rows shown against msgs, in order.
+		checkRows := func(msgs []models.Message) {
+			t.Helper()
+			want := make([]string, len(msgs))
+			for i := range msgs {
+				want[i] = msgs[i].ID
 			}
-			author := map[string]string{models.AuthorHuman: "Team (" + acc.Email + ") ", models.AuthorAPI: "API "}[m.Author]
-			if row[1] != author+m.Body {
-				b.fatalf("row %d's message reads %q for %q", i, row[1], author+m.Body)
+			if got := rowIDs(b); !slices.Equal(got, want) {
+				b.fatalf("the page lists %d messages, not the %d expected in order", len(got), len(want))
 			}
-			if m.Error == nil || row[2] != strings.Join(strings.Fields(*m.Error), " ") {
-				b.fatalf("row %d's error reads %q, stored %v", i, row[2], m.Error)
-			}
-			switch {
-			case m.NextAttemptAt == nil:
-				givenUp++
-				if row[3] != "1 attempt · given up" || !strings.Contains(*m.Error, "410") {
-					b.fatalf("row %d (given up) reads %q", i, row[3])
+			cells := evalJS[[][]string](b, `[...document.querySelectorAll('#deliveries tbody tr')].map(tr => [...tr.cells].map(td => td.textContent.replace(/\s+/g, ' ').trim()))`)
+			for i, m := range msgs {
+				row := cells[i]
+				if row[0] != names[m.ContactID]+" live-chat" {
+					b.fatalf("row %d's contact reads %q", i, row[0])
 				}
-			case !strings.HasPrefix(row[3], "1 attempt · next ") || !strings.Contains(*m.Error, "500"):
-				b.fatalf("row %d (retrying) reads %q", i, row[3])
+				author := map[string]string{models.AuthorHuman: "Team (" + acc.Email + ") ", models.AuthorAPI: "API "}[m.Author]
+				if row[1] != author+m.Body {
+					b.fatalf("row %d's message reads %q for %q", i, row[1], author+m.Body)
+				}
+				if m.Error == nil || row[2] != strings.Join(strings.Fields(*m.Error), " ") {
+					b.fatalf("row %d's error reads %q, stored %v", i, row[2], m.Error)
+				}
+				switch {
+				case m.NextAttemptAt == nil:
+					if !strings.HasPrefix(row[3], "1 attempt · gave up ") || !strings.Contains(*m.Error, "410") {
+						b.fatalf("row %d (gave up) reads %q", i, row[3])
+					}
+				case !strings.HasPrefix(row[3], "1 attempt · next ") || !strings.Contains(*m.Error, "500"):
+					b.fatalf("row %d (retrying) reads %q", i, row[3])
+				}
+				if href := evalJS[string](b, `document.querySelectorAll('#deliveries tbody tr')[`+strconv.Itoa(i)+`].querySelector('td.who a').getAttribute('href')`); href != "/inbox/conversations/"+m.ContactID {
+					b.fatalf("row %d links to %q", i, href)
+				}
 			}
-			if href := evalJS[string](b, `document.querySelectorAll('#deliveries tbody tr')[`+strconv.Itoa(i)+`].querySelector('td.who a').getAttribute('href')`); href != "/inbox/conversations/"+m.ContactID {
-				b.fatalf("row %d links to %q", i, href)
+			// Each Retry says, to a screen reader, which message it sends.
+			var retries []string
+			for _, name := range b.adminButtonNames() {
+				if strings.HasPrefix(name, "Retry ") && name != "Retry all failed" {
+					retries = append(retries, name)
+				}
+			}
+			if len(retries) != len(msgs) {
+				b.fatalf("%d Retry buttons named for a screen reader, want %d: %q", len(retries), len(msgs), retries)
+			}
+			for i, name := range retries {
+				if want := "Retry the message to " + names[msgs[i].ContactID] + ": " + msgs[i].Body; name != want {
+					b.fatalf("Retry %d is named %q, want %q", i, name, want)
+				}
 			}
 		}
-		if givenUp == 0 {
-			t.Fatal("no message was given up: the page's given up is not tested")
+		// First those that gave up, the Deliveries entry counting them.
+		if tabs := evalJS[[]string](b, `[...document.querySelectorAll('.deliverytabs a')].map(a => a.textContent.replace(/\s+/g, ' ').trim())`); !slices.Equal(tabs, []string{"Gave up 9", "Retrying 51"}) {
+			b.fatalf("the tabs read %q", tabs)
 		}
+		if n := b.visibleCount("gaveUp"); n != "9" {
+			b.fatalf("the Deliveries entry counts %q", n)
+		}
+		checkRows(gaveUp)
+		if evalJS[bool](b, `!!document.querySelector('main .more a')`) {
+			b.fatalf("9 messages that gave up have a More")
+		}
+		// Then those retrying, 50 a page.
+		if status := b.click(`.deliverytabs a[href="/inbox/deliveries?state=retrying"]`); status != http.StatusOK {
+			b.fatalf("the Retrying tab: %d", status)
+		}
+		checkRows(retrying[:50])
 		// Times as <time> elements, put in the reader's zone by the script; the next attempt an hour away.
 		next := evalJS[string](b, `document.querySelector('#deliveries .next time').getAttribute('datetime')`)
 		if at, err := time.Parse(time.RFC3339, next); err != nil || time.Until(at) < 50*time.Minute {
@@ -223,30 +266,15 @@ func TestInboxAdminDeliveries(t *testing.T) {
 		if n := evalJS[int](b, `document.querySelectorAll('#deliveries td.body b').length`); n != 0 || !strings.Contains(b.text(), "<b>Spring sale</b>") {
 			b.fatalf("a body's markup is not shown as text")
 		}
-		// Each Retry says, to a screen reader, which message it sends.
-		var retries []string
-		for _, name := range b.adminButtonNames() {
-			if strings.HasPrefix(name, "Retry ") && name != "Retry all failed" {
-				retries = append(retries, name)
-			}
-		}
-		if len(retries) != 50 {
-			b.fatalf("%d Retry buttons named for a screen reader, want 50: %q", len(retries), retries)
-		}
-		for i, name := range retries {
-			if want := "Retry the message to " + names[failed[i].ContactID] + ": " + failed[i].Body; name != want {
-				b.fatalf("Retry %d is named %q, want %q", i, name, want)
-			}
-		}
 		if status := b.click(`main .more a`); status != http.StatusOK {
 			b.fatalf("More: %d", status)
 		}
-		want = nil
-		for _, m := range failed[50:] {
-			want = append(want, m.ID)
+		if u, _ := url.Parse(evalJS[string](b, `location.href`)); u.Query().Get("state") != "retrying" || u.Query().Get("cursor") == "" {
+			b.fatalf("More went to %s", u)
 		}
-		if got := rowIDs(b); !slices.Equal(got, want) || evalJS[bool](b, `!!document.querySelector('main .more a')`) {
-			b.fatalf("the second page lists %q, want %q (and no More)", got, want)
+		checkRows(retrying[50:])
+		if evalJS[bool](b, `!!document.querySelector('main .more a')`) {
+			b.fatalf("the second page has a More")
 		}
 	})
 
@@ -301,11 +329,12 @@ func TestInboxAdminDeliveries(t *testing.T) {
 		if slices.Contains(rowIDs(b), id) {
 			b.fatalf("the retried message is still listed")
 		}
-		// From the second page, Retry comes back to it.
+		// From the second page of those retrying, Retry comes back to it.
+		b.open("/inbox/deliveries?state=retrying")
 		b.click(`main .more a`)
 		second := rowIDs(b)[0]
 		b.click(`#deliveries tr[data-message-id="` + second + `"] td.retry button`)
-		if u, _ := url.Parse(evalJS[string](b, `location.href`)); u.Path != "/inbox/deliveries" || u.Query().Get("cursor") == "" {
+		if u, _ := url.Parse(evalJS[string](b, `location.href`)); u.Path != "/inbox/deliveries" || u.Query().Get("cursor") == "" || u.Query().Get("state") != "retrying" {
 			b.fatalf("Retry on the second page went to %s", u)
 		}
 		waitFor(t, deliveryWait, "the second retried message sent", func() bool { return messageField(t, srv, acc.key, second, "status") == "sent" })
@@ -316,10 +345,10 @@ func TestInboxAdminDeliveries(t *testing.T) {
 		if status := b.click(`form[action="/inbox/deliveries/retry-all"] button`); status != http.StatusOK {
 			b.fatalf("Retry all failed: %d", status)
 		}
-		if d := dialogs(); len(d) != 1 || d[0] != "Send every failed message again (up to 1,000 at once)?" {
+		if d := dialogs(); len(d) != 1 || d[0] != "Send every failed message again, those retrying too (up to 1,000 at once)?" {
 			b.fatalf("confirmations: %q", d)
 		}
-		if flash := evalJS[string](b, `document.querySelector('main .flash.ok').textContent`); flash != "53 messages queued again." {
+		if flash := evalJS[string](b, `document.querySelector('main .flash.ok').textContent`); flash != "58 messages queued again." {
 			b.fatalf("the page says %q", flash)
 		}
 		adminMovedOnce(t, acc.ID, before) // the two retried one by one were not moved again
@@ -332,7 +361,8 @@ func TestInboxAdminDeliveries(t *testing.T) {
 			return true
 		})
 		b.open("/inbox/deliveries")
-		if !strings.Contains(b.text(), "No failed deliveries.") || evalJS[bool](b, `!!document.querySelector('form[action="/inbox/deliveries/retry-all"]')`) {
+		if !strings.Contains(b.text(), "No delivery gave up.") || evalJS[bool](b, `!!document.querySelector('form[action="/inbox/deliveries/retry-all"]')`) ||
+			b.visibleCount("gaveUp") != "" {
 			b.fatalf("the page with nothing failed:\n%s", b.text())
 		}
 		// A stale tab, without script (no confirmation), presses it again.
@@ -351,8 +381,8 @@ func TestInboxAdminDeliveries(t *testing.T) {
 			staleOne.fatalf("a stale Retry says %q", flash)
 		}
 		adminMovedOnce(t, acc.ID, before)
-		if n := len(hook.deliveries()); n != 55*2 {
-			t.Fatalf("the receiver got %d requests, want each of the 55 messages twice", n)
+		if n := len(hook.deliveries()); n != 60*2 {
+			t.Fatalf("the receiver got %d requests, want each of the 60 messages twice", n)
 		}
 	})
 
@@ -400,7 +430,7 @@ func TestInboxAdminDeliveries(t *testing.T) {
 			t.Fatalf("the two presses queued %d messages together, want 20", queued)
 		}
 		adminMovedOnce(t, acc.ID, before)
-		waitFor(t, deliveryWait, "the 20 messages sent", func() bool { return len(hook.deliveries()) == 55*2+20*2 })
+		waitFor(t, deliveryWait, "the 20 messages sent", func() bool { return len(hook.deliveries()) == 60*2+20*2 })
 		time.Sleep(300 * time.Millisecond) // nothing more arrives
 		perMessage := map[string]int{}
 		for _, d := range hook.deliveries() {

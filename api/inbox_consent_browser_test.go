@@ -322,16 +322,22 @@ func TestInboxBrowserComplianceSettings(t *testing.T) {
 		t.Helper()
 		return evalJS[string](b, `document.getElementById('compliance').textContent.replace(/\s+/g, ' ')`)
 	}
-	if !evalJS[bool](b, `!!document.querySelector('#compliance form[action="/inbox/settings/compliance"]')`) {
+	if !evalJS[bool](b, `!!document.querySelector('#compliance form[action^="/inbox/settings/compliance"]')`) {
 		b.fatalf("the owner's settings have no compliance form:\n%s", sectionText())
 	}
-	save := func() {
+	// save presses Save: a saved form goes back to the settings page (303), a refused one is shown
+	// again as typed with what to fix (422).
+	save := func(refused bool) {
 		t.Helper()
-		if status := b.click(`#compliance button[type=submit]`); status != http.StatusOK {
-			b.fatalf("saving the compliance settings landed on a %d page", status)
+		want, path := http.StatusOK, "/inbox/settings"
+		if refused {
+			want, path = http.StatusUnprocessableEntity, "/inbox/settings/compliance"
 		}
-		if p := b.path(); p != "/inbox/settings" {
-			b.fatalf("saving went to %s", p)
+		if status := b.click(`#compliance button[type=submit]`); status != int64(want) {
+			b.fatalf("saving the compliance settings landed on a %d page, want %d", status, want)
+		}
+		if p := b.path(); p != path {
+			b.fatalf("saving went to %s, want %s", p, path)
 		}
 	}
 	setQuiet := func(none bool) {
@@ -347,7 +353,7 @@ func TestInboxBrowserComplianceSettings(t *testing.T) {
 		b.fill(`#compliance input[name=quietStart]`, "22:00")
 		b.fill(`#compliance input[name=quietEnd]`, "07:30")
 		b.fill(`#compliance input[name=timeZone]`, "Europe/Lisbon")
-		save()
+		save(false)
 		if flash := evalJS[string](b, `(document.querySelector('#compliance .flash.ok') || {}).textContent || ''`); flash != "Compliance settings saved." {
 			b.fatalf("the compliance section says %q after saving:\n%s", flash, sectionText())
 		}
@@ -370,10 +376,14 @@ func TestInboxBrowserComplianceSettings(t *testing.T) {
 	t.Run("a bad time is refused and nothing is saved", func(t *testing.T) {
 		b.fill(`#compliance input[name=quietStart]`, "25:00")
 		b.fill(`#compliance input[name=timeZone]`, "America/New_York")
-		save()
+		save(true)
 		flash := evalJS[string](b, `(document.querySelector('#compliance .flash.bad') || {}).textContent || ''`)
 		if !strings.Contains(flash, `"25:00" is not a time of day`) || !strings.Contains(flash, "Nothing was saved") {
 			b.fatalf("the compliance section says %q after 25:00:\n%s", flash, sectionText())
+		}
+		// What was typed is in the form again, to be fixed rather than typed anew.
+		if got := evalJS[[]string](b, `['quietStart', 'timeZone'].map(n => document.querySelector('#compliance [name=' + n + ']').value)`); strings.Join(got, "|") != "25:00|America/New_York" {
+			b.fatalf("the refused form shows %q", got)
 		}
 		cs, err := env.Store.ComplianceSettings(t.Context(), acc.ID)
 		if err != nil {
@@ -391,9 +401,9 @@ func TestInboxBrowserComplianceSettings(t *testing.T) {
 		} {
 			b.open("/inbox/settings")
 			b.fill(`#compliance `+c.field, c.value)
-			save()
-			if flash := evalJS[string](b, `(document.querySelector('#compliance .flash.bad') || {}).textContent || ''`); !strings.HasPrefix(flash, c.want) {
-				b.fatalf("%s %q: the section says %q, want %q", c.field, c.value, flash, c.want)
+			save(true)
+			if errs := evalJS[[]string](b, `[...document.querySelectorAll('#compliance .formerrors li')].map(li => li.textContent)`); len(errs) != 1 || !strings.HasPrefix(errs[0], c.want) {
+				b.fatalf("%s %q: the section lists %q, want %q", c.field, c.value, errs, c.want)
 			}
 		}
 	})
@@ -401,7 +411,7 @@ func TestInboxBrowserComplianceSettings(t *testing.T) {
 	t.Run("no quiet hours", func(t *testing.T) {
 		b.open("/inbox/settings")
 		setQuiet(true)
-		save()
+		save(false)
 		cs, err := env.Store.ComplianceSettings(t.Context(), acc.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -426,7 +436,7 @@ func TestInboxBrowserComplianceSettings(t *testing.T) {
 		}
 		page := member.get("/inbox/settings")
 		section := sectionOf(t, page.Body, "compliance")
-		if strings.Contains(section, `action="/inbox/settings/compliance"`) || !strings.Contains(section, "Europe/Lisbon") ||
+		if strings.Contains(section, `action="/inbox/settings/compliance`) || !strings.Contains(section, "Europe/Lisbon") ||
 			!strings.Contains(section, "Only the account's owners can change these settings.") {
 			t.Fatalf("a member's compliance section:\n%s", section)
 		}
@@ -507,6 +517,16 @@ func TestInboxBrowserConsentLayout(t *testing.T) {
 			b.fatalf("scrolled to the top on a %s, the notice is at %v, want it at the bottom of the screen", v.name, box)
 		}
 		b.saveScreenshot("conversation-opted-out-top-"+v.name+".png", false, 0)
+		if v.mobile {
+			// On a phone the consent is one line until it is opened; the notice's link opens it.
+			if evalJS[bool](b, `document.getElementById('consent').open`) {
+				b.fatalf("the consent card is open on a phone before it is asked for")
+			}
+			if err := chromedp.Do(b.ctx, chromedp.Click(`#reply a[href="#consent"]`)); err != nil {
+				b.fatal(err)
+			}
+			b.waitFor(liveWait, "the consent card opened by the notice's link", `document.getElementById('consent').open`)
+		}
 		// The history: newest first, five on show and the oldest behind its switch; in each entry the
 		// time stays on the line of the status and channel, and who recorded it takes one more line
 		// (two for a long email on a phone) besides the note.
@@ -545,8 +565,8 @@ func TestInboxBrowserConsentLayout(t *testing.T) {
 		evalJS[bool](b, `document.querySelector('#compliance input[name=noQuietHours]').checked = false, true`)
 		b.fill(`#compliance input[name=quietStart]`, "25:00")
 		b.fill(`#compliance input[name=quietEnd]`, "07:00")
-		if status := b.click(`#compliance button[type=submit]`); status != http.StatusOK {
-			b.fatalf("saving the compliance settings landed on a %d page", status)
+		if status := b.click(`#compliance button[type=submit]`); status != http.StatusUnprocessableEntity {
+			b.fatalf("saving the compliance settings landed on a %d page, want 422", status)
 		}
 		if !evalJS[bool](b, `!!document.querySelector('#compliance .flash.bad')`) {
 			b.fatalf("no error in the compliance section after 25:00")

@@ -267,8 +267,8 @@ func TestInboxTeamCounts(t *testing.T) {
 	if u, a, title := b.navCounts(); u != "" || a != "" || title != "Conversations · Inbox" {
 		b.fatalf("with nothing waiting: unread %q, alerts %q, title %q", u, a, title)
 	}
-	if n := evalJS[int](b, `document.querySelectorAll('.top nav .navcount[aria-live="polite"]').length`); n != 2 {
-		b.fatalf("%d counts are live regions, want 2", n)
+	if n := evalJS[int](b, `document.querySelectorAll('.top nav .navcount[aria-live="polite"]').length`); n != 3 {
+		b.fatalf("%d counts are live regions, want 3 (unread, open alerts, deliveries that gave up)", n)
 	}
 
 	b.waitLive()
@@ -327,7 +327,7 @@ func TestInboxTeamCounts(t *testing.T) {
 		}
 		// Another account's user counts its own.
 		other := newBrowserAccount(t).signedIn(t, srv)
-		if _, body := inboxRequest(t, "GET", srv.URL+"/inbox/counts", nil, other.sessionCookie()); body != `{"unread":0,"openAlerts":0}` {
+		if _, body := inboxRequest(t, "GET", srv.URL+"/inbox/counts", nil, other.sessionCookie()); body != `{"unread":0,"openAlerts":0,"gaveUp":0}` {
 			t.Fatalf("another account's counts: %s", body)
 		}
 	})

@@ -54,6 +54,7 @@ func (s *Store) RecordBotReply(ctx context.Context, reply *Message, out AttemptO
 		}
 	} else {
 		reply.Status, reply.SentAt, reply.Error, reply.NextAttemptAt = StatusFailed, nil, &out.Error, out.NextAttemptAt
+		reply.GivenUpAt = givenUp(out, a.At)
 	}
 	if s.IsSQLite() {
 		stored, err = s.recordBotReplyTx(ctx, reply, a)
@@ -73,8 +74,8 @@ func (s *Store) RecordBotReply(ctx context.Context, reply *Message, out AttemptO
 // only with a reply that is new; the incoming message ($13) is marked answered ($22) either way.
 var recordBotReplySQL = `WITH reply AS (
 	INSERT INTO messages (id, account_id, contact_id, campaign_id, direction, channel, transport, message_type,
-		body, to_id, author, status, reply_to_id, created_at, attempts, error, next_attempt_at, sent_at, provider_message_id)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $16, $17, $18)
+		body, to_id, author, status, reply_to_id, created_at, attempts, error, next_attempt_at, sent_at, provider_message_id, given_up_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $16, $17, $18, $24)
 	ON CONFLICT DO NOTHING RETURNING id
 ), attempt AS (
 	INSERT INTO message_attempts (id, message_id, at, status_code, error, duration_ms)
@@ -93,7 +94,7 @@ func (s *Store) recordBotReplyPG(ctx context.Context, m *Message, a *Attempt) (b
 	err = stmt.QueryRowContext(ctx, m.ID, m.AccountID, m.ContactID, orNil(m.CampaignID), m.Direction, m.Channel,
 		m.Transport, m.MessageType, m.Body, m.ToID, m.Author, m.Status, *m.ReplyToID, m.CreatedAt,
 		orNil(m.Error), orNil(m.NextAttemptAt), orNil(m.SentAt), orNil(m.ProviderMessageID),
-		a.ID, a.At, orNil(a.StatusCode), BotDone, a.DurationMS).Scan(&n)
+		a.ID, a.At, orNil(a.StatusCode), BotDone, a.DurationMS, orNil(m.GivenUpAt)).Scan(&n)
 	return n == 1, err
 }
 

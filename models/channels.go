@@ -39,8 +39,9 @@ type channelCredentials struct {
 // Validate checks and normalizes SMS credentials. Errors: VALIDATION_ERROR, INVALID_PHONE.
 func (s *SMSSettings) Validate() error {
 	s.AccountSID, s.AuthToken = strings.TrimSpace(s.AccountSID), strings.TrimSpace(s.AuthToken)
-	if s.AccountSID == "" || s.AuthToken == "" || strings.TrimSpace(s.From) == "" {
-		return Errorf(CodeValidation, "accountSid, authToken and from are required")
+	if err := requireFields(textField{name: "accountSid", value: s.AccountSID}, textField{name: "authToken", value: s.AuthToken},
+		textField{name: "from", value: strings.TrimSpace(s.From)}); err != nil {
+		return err
 	}
 	from, err := NormalizePhone(s.From)
 	if err != nil {
@@ -53,11 +54,29 @@ func (s *SMSSettings) Validate() error {
 // Validate checks WhatsApp credentials. Errors: VALIDATION_ERROR.
 func (w *WhatsAppSettings) Validate() error {
 	w.PhoneNumberID, w.AccessToken = strings.TrimSpace(w.PhoneNumberID), strings.TrimSpace(w.AccessToken)
-	if w.PhoneNumberID == "" || w.AccessToken == "" {
-		return Errorf(CodeValidation, "phoneNumberId and accessToken are required")
+	if err := requireFields(textField{name: "phoneNumberId", value: w.PhoneNumberID}, textField{name: "accessToken", value: w.AccessToken}); err != nil {
+		return err
 	}
 	return checkTexts(textField{"phoneNumberId", w.PhoneNumberID, 64}, textField{"accessToken", w.AccessToken, 4096},
 		textField{"appSecret", w.AppSecret, 256}, textField{"verifyToken", w.VerifyToken, 256})
+}
+
+// requireFields is the VALIDATION_ERROR naming every field of fields left empty, and only those
+// ("accessToken is required", "accountSid and from are required"); nil when none is.
+func requireFields(fields ...textField) error {
+	var missing []string
+	for _, f := range fields {
+		if f.value == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return Errorf(CodeValidation, "%s is required", missing[0])
+	}
+	return Errorf(CodeValidation, "%s and %s are required", strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])
 }
 
 // SetSMSSettings stores the account's SMS credentials. Errors: CONFLICT when another account uses the

@@ -180,11 +180,12 @@ func (s *Store) settingsOf(name string, row *complianceRow) (*ComplianceSettings
 }
 
 // UpdateComplianceSettings changes the fields in given and returns the effective settings after the
-// update. Nothing is stored when a field is invalid. Errors: VALIDATION_ERROR naming the field,
-// NOT_FOUND.
+// update. Nothing is stored when a field is invalid. Errors: VALIDATION_ERROR naming the field (a
+// FieldErrors with one error per invalid field, so that a form can list them all), NOT_FOUND.
 func (s *Store) UpdateComplianceSettings(ctx context.Context, accountID string, in ComplianceInput) (*ComplianceSettings, error) {
 	row := complianceRow{AccountID: accountID, OptOutKeywords: "[]", OptInKeywords: "[]", TimeZone: defaultTimeZone, UpdatedAt: now()}
 	var set []string
+	var problems FieldErrors
 	for _, kw := range []struct {
 		field string
 		in    *[]string
@@ -194,11 +195,13 @@ func (s *Store) UpdateComplianceSettings(ctx context.Context, accountID string, 
 			continue
 		}
 		if len(*kw.in) > maxAccountKeywords {
-			return nil, Errorf(CodeValidation, "%s must hold at most %d keywords", kw.field, maxAccountKeywords)
+			problems.add(Errorf(CodeValidation, "%s must hold at most %d keywords", kw.field, maxAccountKeywords))
+			continue
 		}
 		words, err := NormalizeKeywordList(kw.field, *kw.in)
 		if err != nil {
-			return nil, err
+			problems.add(err)
+			continue
 		}
 		raw, _ := json.Marshal(words)
 		*kw.out = string(raw)
@@ -214,10 +217,12 @@ func (s *Store) UpdateComplianceSettings(ctx context.Context, accountID string, 
 		}
 		v := strings.TrimSpace(*t.in)
 		if err := checkText(t.field, v, MaxComplianceText); err != nil {
-			return nil, err
+			problems.add(err)
+			continue
 		}
 		if v == "" {
-			return nil, Errorf(CodeValidation, "%s must not be empty: the contact is owed an answer", t.field)
+			problems.add(Errorf(CodeValidation, "%s must not be empty: the contact is owed an answer", t.field))
+			continue
 		}
 		*t.out = &v
 		set = append(set, snakeCase(t.field))
@@ -226,7 +231,7 @@ func (s *Store) UpdateComplianceSettings(ctx context.Context, accountID string, 
 		v := quietHoursOff
 		if in.QuietHours != nil {
 			if err := validateQuietHours(*in.QuietHours); err != nil {
-				return nil, Errorf(CodeValidation, "quietHours: %s", ErrorMessage(err))
+				problems.add(Errorf(CodeValidation, "quietHours: %s", ErrorMessage(err)))
 			}
 			v = in.QuietHours.String()
 		}
@@ -236,7 +241,7 @@ func (s *Store) UpdateComplianceSettings(ctx context.Context, accountID string, 
 	if in.TimeZone != nil {
 		v := strings.TrimSpace(*in.TimeZone)
 		if err := ValidTimeZone(v); err != nil {
-			return nil, Errorf(CodeValidation, "timeZone must be an IANA time zone such as America/New_York")
+			problems.add(Errorf(CodeValidation, "timeZone must be an IANA time zone such as America/New_York"))
 		}
 		row.TimeZone = v
 		set = append(set, "time_zone")
@@ -245,11 +250,14 @@ func (s *Store) UpdateComplianceSettings(ctx context.Context, accountID string, 
 		if in.DefaultCountry != nil {
 			c, err := rules.Country("defaultCountry", *in.DefaultCountry)
 			if err != nil {
-				return nil, validation(err)
+				problems.add(validation(err))
 			}
 			row.DefaultCountry = &c
 		}
 		set = append(set, "default_country")
+	}
+	if err := problems.orNil(); err != nil {
+		return nil, err
 	}
 	if _, err := s.AccountByID(ctx, accountID); err != nil {
 		return nil, err

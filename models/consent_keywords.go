@@ -121,7 +121,7 @@ func (s *Store) applyKeyword(ctx context.Context, m *Message, kind KeywordKind, 
 		}
 		if !d.Allowed() {
 			reason := d.Reason
-			reply.Status, reply.Error = StatusFailed, &reason
+			reply.Status, reply.Error, reply.GivenUpAt = StatusFailed, &reason, &reply.CreatedAt
 		}
 		res, err = tx.NewInsert().Model(reply).On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {

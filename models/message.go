@@ -72,7 +72,11 @@ type Message struct {
 	Attempts      int        `bun:"attempts" json:"attempts"`
 	DeliveryRound int        `bun:"delivery_round" json:"-"`
 	NextAttemptAt *time.Time `bun:"next_attempt_at" json:"nextAttemptAt"`
-	ReplyToID     *string    `bun:"reply_to_id" json:"replyToId,omitempty"`
+	// GivenUpAt is when the delivery last gave up (failed with no next attempt; givenUp); it is
+	// kept when a redelivery moves the message on, so it counts only while the message is failed
+	// with no next attempt (the inbox's count of deliveries that gave up lately).
+	GivenUpAt *time.Time `bun:"given_up_at" json:"-"`
+	ReplyToID *string    `bun:"reply_to_id" json:"replyToId,omitempty"`
 	// ReactsToID is the message a reaction is on, when the provider named one we have.
 	ReactsToID *string    `bun:"reacts_to_id" json:"reactsToId,omitempty"`
 	BotStatus  *string    `bun:"bot_status" json:"botStatus,omitempty"`
@@ -313,7 +317,11 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 			}
 			return q
 		}
-		return q.Set("status = ?", StatusFailed).Set("error = ?", out.Error).Set("next_attempt_at = ?", out.NextAttemptAt)
+		q = q.Set("status = ?", StatusFailed).Set("error = ?", out.Error).Set("next_attempt_at = ?", out.NextAttemptAt)
+		if at := givenUp(out, at); at != nil {
+			q = q.Set("given_up_at = ?", *at)
+		}
+		return q
 	}
 	if !s.IsSQLite() {
 		return s.recordAttemptPG(ctx, a, out)
@@ -333,6 +341,15 @@ func (s *Store) RecordAttempt(ctx context.Context, messageID string, out Attempt
 		s.emitUpdated(ctx, updated)
 	}
 	return err
+}
+
+// givenUp is when a delivery attempt made at at and ended as out gave up: at, when it failed with no
+// next attempt; nil when it was sent or a retry is due (the stored time is then left as it is).
+func givenUp(out AttemptOutcome, at time.Time) *time.Time {
+	if out.Error == "" || out.NextAttemptAt != nil {
+		return nil
+	}
+	return &at
 }
 
 // newAttempt is the record of an attempt to deliver messageID that ended as out, made now.
@@ -358,12 +375,13 @@ func (s *Store) emitUpdated(ctx context.Context, msgs []Message) {
 // prepared.go): one round trip, one commit, no planning. It returns the updated message, for the live
 // event (none when the message was sent already): RETURNING is followed by Message's columns, named
 // (columns.go). $9, the sent time, is NULL for a failure; $10, the provider's message id, is NULL
-// unless a provider accepted the message.
+// unless a provider accepted the message; $11, the time the delivery gave up, is NULL unless it did
+// (givenUp).
 var recordAttemptSQL = `WITH attempt AS (
 	INSERT INTO message_attempts (id, message_id, at, status_code, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)
 )
 UPDATE messages SET attempts = attempts + 1, status = $7, error = $5, next_attempt_at = $8, sent_at = COALESCE($9, sent_at),
-	provider_message_id = COALESCE($10, provider_message_id), handover_until = NULL
+	provider_message_id = COALESCE($10, provider_message_id), handover_until = NULL, given_up_at = COALESCE($11, given_up_at)
 WHERE id = $2 AND status <> '` + StatusSent + `'
 RETURNING `
 
@@ -383,7 +401,8 @@ func (s *Store) recordAttemptPG(ctx context.Context, a *Attempt, out AttemptOutc
 			next = *out.NextAttemptAt
 		}
 	}
-	rows, err := stmt.QueryContext(ctx, a.ID, a.MessageID, a.At, orNil(a.StatusCode), orNil(a.Error), a.DurationMS, status, next, sentAt, providerID)
+	rows, err := stmt.QueryContext(ctx, a.ID, a.MessageID, a.At, orNil(a.StatusCode), orNil(a.Error), a.DurationMS, status, next, sentAt, providerID,
+		orNil(givenUp(out, a.At)))
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
@@ -432,7 +451,7 @@ func (s *Store) Redeliver(ctx context.Context, accountID, messageID string) (*Me
 			return err
 		}
 		if d.Verdict == DoNotSend {
-			res, err := tx.NewUpdate().Model((*Message)(nil)).Set("error = ?", d.Reason).Set("next_attempt_at = NULL").
+			res, err := tx.NewUpdate().Model((*Message)(nil)).Set("error = ?", d.Reason).Set("next_attempt_at = NULL").Set("given_up_at = ?", now()).
 				Where("id = ? AND status = ?", m.ID, StatusFailed).Exec(ctx)
 			return moved(res, err)
 		}

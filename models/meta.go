@@ -107,12 +107,9 @@ func (i InstagramSettings) Meta() (MetaSettings, error) {
 func validateMeta(v MetaSettings, idName, tokenName string) (MetaSettings, error) {
 	v.ID, v.AccessToken = strings.TrimSpace(v.ID), strings.TrimSpace(v.AccessToken)
 	v.AppSecret, v.VerifyToken = strings.TrimSpace(v.AppSecret), strings.TrimSpace(v.VerifyToken)
-	for _, f := range []struct{ name, value string }{
-		{idName, v.ID}, {tokenName, v.AccessToken}, {"appSecret", v.AppSecret}, {"verifyToken", v.VerifyToken},
-	} {
-		if f.value == "" {
-			return v, Errorf(CodeValidation, "%s is required", f.name)
-		}
+	if err := requireFields(textField{name: idName, value: v.ID}, textField{name: tokenName, value: v.AccessToken},
+		textField{name: "appSecret", value: v.AppSecret}, textField{name: "verifyToken", value: v.VerifyToken}); err != nil {
+		return v, err
 	}
 	for _, r := range v.ID {
 		if r < '0' || r > '9' {

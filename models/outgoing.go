@@ -158,7 +158,7 @@ func (s *Store) HumanReply(ctx context.Context, accountID, contactID, authorID, 
 	m.By = author
 	if !plan.Decision.Allowed() {
 		reason := plan.Decision.Reason
-		m.Status, m.Error = StatusFailed, &reason
+		m.Status, m.Error, m.GivenUpAt = StatusFailed, &reason, &m.CreatedAt
 	}
 	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {

@@ -13,7 +13,8 @@ import (
 // The Channels section of the settings page: the account's SMS (Twilio), WhatsApp, Messenger and
 // Instagram credentials, saved as PUT /v1/settings/channels/{channel} saves them (the same use cases,
 // app.App.SaveSMSSettings and its siblings), and the webhook address to paste into the provider.
-// Everyone sees which channels are connected; only owners save (requireOwner).
+// Everyone sees which channels are connected; only those who may change where messages go save them
+// (mayRoute, routing.go).
 //
 // Secrets are write-only: the page says whether each one is set and never carries it, not even back
 // into a refused form. A secret field left empty keeps the stored secret: the handler reads the stored
@@ -42,11 +43,13 @@ type channelForm struct {
 	// ID is the stored number or id that names the connection ("+14155550123", a page id).
 	ID     string
 	Fields []channelField
-	// Webhook is the address the provider posts to; Setup says where to paste it. Plain: the address
-	// is http://, which Meta refuses.
-	Webhook string
-	Setup   []string
-	Plain   bool
+	// Webhook is the address the provider posts to; PasteInto names where it is pasted (for Meta's
+	// channels the Meta app, never the page or the account itself), Setup the steps. Plain: the
+	// address is http://, which Meta refuses.
+	Webhook   string
+	PasteInto string
+	Setup     []string
+	Plain     bool
 	// Error is why a save was refused; the form then shows what was typed (secrets excepted).
 	Error string
 }
@@ -104,8 +107,9 @@ func blankChannelForm(kind, base string) channelForm {
 	metaSetup := func(product, subject, fields string) []string {
 		return []string{
 			"Save the four values here first: Meta checks the callback URL with the verify token.",
-			"In your Meta app, add the " + product + " product and set its webhook's callback URL to the address above, with the same verify token.",
-			"Subscribe the " + subject + " to the fields " + fields + ".",
+			"In the Meta App Dashboard, open your app (add the " + product + " product if it has not got it), then Webhooks or " +
+				product + " settings, and set the callback URL to the address above, with the same verify token.",
+			"In the app's " + product + " settings, subscribe the " + subject + " to the fields " + fields + ".",
 		}
 	}
 	secret := func(name, label, hint string) channelField {
@@ -114,7 +118,7 @@ func blankChannelForm(kind, base string) channelForm {
 	f := channelForm{Kind: kind, Webhook: base + "/v1/channels/" + kind + "/inbound", Plain: strings.HasPrefix(base, "http://")}
 	switch kind {
 	case models.ChannelSMS:
-		f.Title, f.Provider = "SMS", "Twilio"
+		f.Title, f.Provider, f.PasteInto = "SMS", "Twilio", "the Twilio number’s messaging settings"
 		f.Fields = []channelField{
 			{Name: "accountSid", Label: "Account SID", Placeholder: "AC…", Hint: "On the Twilio Console's home page, under Account info."},
 			secret("authToken", "Auth token", "Next to the Account SID; it also checks that incoming messages come from Twilio."),
@@ -122,7 +126,7 @@ func blankChannelForm(kind, base string) channelForm {
 		}
 		f.Setup = []string{"In Twilio, open the number's configuration and set “A message comes in” to Webhook, HTTP POST, at the address above."}
 	case models.ChannelWhatsApp:
-		f.Title, f.Provider = "WhatsApp", "WhatsApp Cloud API"
+		f.Title, f.Provider, f.PasteInto = "WhatsApp", "WhatsApp Cloud API", "your Meta app: App Dashboard > WhatsApp > Configuration"
 		f.Fields = []channelField{
 			{Name: "phoneNumberId", Label: "Phone number ID", Numeric: true, Hint: "In the Meta app: WhatsApp, API Setup (not the phone number itself)."},
 			secret("accessToken", "Access token", "A permanent token of a system user with the whatsapp_business_messaging permission."),
@@ -132,7 +136,7 @@ func blankChannelForm(kind, base string) channelForm {
 		f.Fields[2].Optional, f.Fields[3].Optional = true, true
 		f.Setup = []string{"In your Meta app's WhatsApp configuration, set the callback URL to the address above with the same verify token, and subscribe to messages."}
 	case models.ChannelMessenger:
-		f.Title, f.Provider = "Messenger", "Facebook page"
+		f.Title, f.Provider, f.PasteInto = "Messenger", "Facebook page", "your Meta app, not the page: App Dashboard > Webhooks or Messenger settings"
 		f.Fields = []channelField{
 			{Name: "pageId", Label: "Page ID", Numeric: true, Hint: "The page's numeric id, from its About section or the Meta app's Messenger settings."},
 			secret("pageAccessToken", "Page access token", "Generated for the page in the Meta app's Messenger settings."),
@@ -141,7 +145,7 @@ func blankChannelForm(kind, base string) channelForm {
 		}
 		f.Setup = metaSetup("Messenger", "page", "messages, message_reactions and messaging_postbacks")
 	case models.ChannelInstagram:
-		f.Title, f.Provider = "Instagram", "Instagram professional account"
+		f.Title, f.Provider, f.PasteInto = "Instagram", "Instagram professional account", "your Meta app, not the Instagram account: App Dashboard > Webhooks or Instagram settings"
 		f.Fields = []channelField{
 			{Name: "accountId", Label: "Instagram account ID", Numeric: true, Hint: "The professional account's numeric id (not its @name)."},
 			secret("accessToken", "Access token", "Generated for the account in the Meta app's Instagram settings."),
@@ -205,7 +209,7 @@ func (h *Handler) publicBase(c *fiber.Ctx) string {
 	return scheme + "://" + c.Hostname()
 }
 
-// saveChannel: POST /inbox/settings/channels/{sms|whatsapp|messenger|instagram} (owners) saves the
+// saveChannel: POST /inbox/settings/channels/{sms|whatsapp|messenger|instagram} (mayRoute) saves the
 // channel's credentials. A secret left empty keeps the stored one. A refused save shows the form again
 // with what was typed (not the secrets) and the reason (422); a saved one is a 303 to the channel.
 func (h *Handler) saveChannel(c *fiber.Ctx) error {
@@ -267,13 +271,19 @@ func (h *Handler) saveChannel(c *fiber.Ctx) error {
 		}
 		form.Error = formMessage(err, labels)
 		if missing {
-			form.Error += " Every field is needed the first time; after that, a secret left empty keeps the saved one."
+			every := "Every field is needed"
+			for _, fl := range form.Fields {
+				if fl.Optional {
+					every = "Every field not marked optional is needed"
+				}
+			}
+			form.Error += " " + every + " the first time; after that, a secret left empty keeps the saved one."
 		}
 		form.Error += " Nothing was saved."
 		return h.renderSettingsStatus(c, fiber.StatusUnprocessableEntity, settingsView{Channels: []channelForm{form}})
 	}
 	if stored == nil {
-		return h.done(c, settingsPath+"#channel-"+kind, true, form.Title+" connected. Paste the webhook address below into "+form.Provider+"’s settings if you have not yet.")
+		return h.done(c, settingsPath+"#channel-"+kind, true, form.Title+" connected. Paste the webhook address below into "+form.PasteInto+", if you have not yet.")
 	}
 	return h.done(c, settingsPath+"#channel-"+kind, true, form.Title+" settings saved.")
 }

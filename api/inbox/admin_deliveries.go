@@ -11,9 +11,11 @@ import (
 
 	"funnelchat/api/web"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 // The Deliveries page (README, "The inbox"): the account's outgoing messages whose delivery failed,
+// those that gave up (no next attempt) apart from those still retrying, each tab with its count;
 // newest first, 50 at a time, each with its contact, error, attempts and what happens next, a Retry
 // button, and Retry all failed (App.RetryAllFailed: each message moves once, however many press it).
 
@@ -51,32 +53,95 @@ func excerpt(m *models.Message) string {
 // deliveriesView is the page's data.
 type deliveriesView struct {
 	Rows []deliveryRow
+	// State is the tab shown (report.DeliveryGaveUp or report.DeliveryRetrying).
+	State string
 	// Next is the next page's cursor ("" on the last); Cursor this page's ("" on the first).
 	Next, Cursor string
 	MaxRetryAll  string
+	Counts       *report.DeliveryCounts
+}
+
+// deliveriesLink is the page of the tab state, from cursor ("" for its first page). The tab that
+// gave up is the page's first, at /inbox/deliveries.
+func deliveriesLink(state, cursor string) string {
+	q := url.Values{}
+	if state != report.DeliveryGaveUp {
+		q.Set("state", state)
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if len(q) == 0 {
+		return deliveriesPath
+	}
+	return deliveriesPath + "?" + q.Encode()
 }
 
 // MoreLink is the next page.
-func (v deliveriesView) MoreLink() string {
-	return deliveriesPath + "?cursor=" + url.QueryEscape(v.Next)
+func (v deliveriesView) MoreLink() string { return deliveriesLink(v.State, v.Next) }
+
+// FirstLink is the tab's first page.
+func (v deliveriesView) FirstLink() string { return deliveriesLink(v.State, "") }
+
+// GaveUp reports whether the tab shown is the deliveries that gave up.
+func (v deliveriesView) GaveUp() bool { return v.State == report.DeliveryGaveUp }
+
+// deliveryTab is a tab of the page: a state with its count.
+type deliveryTab struct {
+	Label, Href, Count string
+	Current            bool
 }
 
-// deliveriesPage: GET /inbox/deliveries[?cursor=] lists the failed deliveries, newest first.
+// Tabs are the page's two tabs, Gave up and Retrying, each with its count.
+func (v deliveriesView) Tabs() []deliveryTab {
+	count := func(n int) string {
+		if n > report.MaxDeliveryCount {
+			return thousands(report.MaxDeliveryCount) + "+"
+		}
+		return thousands(n)
+	}
+	return []deliveryTab{
+		{Label: "Gave up", Href: deliveriesLink(report.DeliveryGaveUp, ""), Count: count(v.Counts.GaveUp), Current: v.GaveUp()},
+		{Label: "Retrying", Href: deliveriesLink(report.DeliveryRetrying, ""), Count: count(v.Counts.Retrying), Current: !v.GaveUp()},
+	}
+}
+
+// deliveryState reads the page's ?state= (the tab; the one that gave up when empty); ok is false for
+// anything else.
+func deliveryState(v string) (state string, ok bool) {
+	switch v {
+	case "", report.DeliveryGaveUp:
+		return report.DeliveryGaveUp, true
+	case report.DeliveryRetrying:
+		return v, true
+	}
+	return "", false
+}
+
+// deliveriesPage: GET /inbox/deliveries[?state=retrying][&cursor=] lists the failed deliveries that
+// gave up (or, with state=retrying, those still retrying), newest first, with both tabs' counts.
 func (h *Handler) deliveriesPage(c *fiber.Ctx) error {
 	sess := sessionOf(c)
 	page, err := pageOf(c)
 	if err != nil {
 		return h.inboxNotFound(c)
 	}
+	state, ok := deliveryState(c.Query("state"))
+	if !ok {
+		return h.inboxNotFound(c)
+	}
 	page.Limit = deliveriesPageSize
-	msgs, next, err := h.reports.FailedDeliveries(c.UserContext(), sess.AccountID, page)
+	msgs, next, err := h.reports.Deliveries(c.UserContext(), sess.AccountID, state, page)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.inboxNotFound(c)
 		}
 		return h.inboxFailure(c, err)
 	}
-	v := deliveriesView{Next: next, Cursor: page.Cursor, MaxRetryAll: thousands(models.MaxRetryAll)}
+	v := deliveriesView{State: state, Next: next, Cursor: page.Cursor, MaxRetryAll: thousands(models.MaxRetryAll)}
+	if v.Counts, err = h.reports.DeliveryCounts(c.UserContext(), sess.AccountID); err != nil {
+		return h.inboxFailure(c, err)
+	}
 	if v.Rows, err = h.deliveryRows(c.UserContext(), sess.AccountID, msgs); err != nil {
 		return h.inboxFailure(c, err)
 	}
@@ -108,12 +173,17 @@ func (h *Handler) deliveryRows(ctx context.Context, accountID string, msgs []mod
 	return rows, nil
 }
 
-// deliveriesBack is the page a Retry form was on: the first page, or the one of its cursor.
+// deliveriesBack is the page a Retry form was on: its tab, from the first page or its cursor.
 func deliveriesBack(c *fiber.Ctx) string {
-	if cursor := c.FormValue("cursor"); cursor != "" && web.PlainToken(cursor, 64) {
-		return deliveriesPath + "?cursor=" + url.QueryEscape(cursor)
+	state, ok := deliveryState(c.FormValue("state"))
+	if !ok {
+		state = report.DeliveryGaveUp
 	}
-	return deliveriesPath
+	cursor := c.FormValue("cursor")
+	if cursor != "" && !web.PlainToken(cursor, 64) {
+		cursor = ""
+	}
+	return deliveriesLink(state, cursor)
 }
 
 // retryDelivery: POST /inbox/deliveries/{messageId}/retry {cursor} delivers one failed message again
@@ -159,25 +229,26 @@ func retryOutcome(m *models.Message) (ok bool, text string) {
 	return true, "Sending again."
 }
 
-// retryAllFailed: POST /inbox/deliveries/retry-all queues again up to models.MaxRetryAll failed
+// retryAllFailed: POST /inbox/deliveries/retry-all {state} queues again up to models.MaxRetryAll failed
 // messages and says how many (303 to the page). A second press, or another user's at the same time,
 // finds them moved and queues nothing again.
 func (h *Handler) retryAllFailed(c *fiber.Ctx) error {
+	back := deliveriesBack(c)
 	n, err := h.app.RetryAllFailed(c.UserContext(), sessionOf(c).AccountID)
 	if err != nil {
 		if n == 0 {
-			return h.actionFailed(c, deliveriesPath, err)
+			return h.actionFailed(c, back, err)
 		}
 		h.log.ErrorContext(c.UserContext(), "retry all failed stopped", "error", err.Error(), "queued", n)
-		return h.done(c, deliveriesPath, false, fmt.Sprintf("%s queued again, then something went wrong on our side: press Retry all failed again for the rest.", messagesCount(n)))
+		return h.done(c, back, false, fmt.Sprintf("%s queued again, then something went wrong on our side: press Retry all failed again for the rest.", messagesCount(n)))
 	}
 	switch {
 	case n == 0:
-		return h.done(c, deliveriesPath, true, "No failed messages: nothing was queued again.")
+		return h.done(c, back, true, "No failed messages: nothing was queued again.")
 	case n >= models.MaxRetryAll:
-		return h.done(c, deliveriesPath, true, messagesCount(n)+" queued again (the most one press queues): press Retry all failed again for the rest.")
+		return h.done(c, back, true, messagesCount(n)+" queued again (the most one press queues): press Retry all failed again for the rest.")
 	}
-	return h.done(c, deliveriesPath, true, messagesCount(n)+" queued again.")
+	return h.done(c, back, true, messagesCount(n)+" queued again.")
 }
 
 // messagesCount is "1 message" or "N messages".

@@ -48,8 +48,8 @@ var sendReasons = map[string]string{
 	models.ReasonQuietHours:        "Quiet hours",
 }
 
-// contactName names a contact as the pages do (inbox.go's template function).
-var contactName = inboxFuncs["contactName"].(func(*models.Contact, string) string)
+// contactName names a contact as every page does.
+var contactName = report.ContactName
 
 // funnelBar is one bar of the funnel chart.
 type funnelBar struct {

@@ -30,12 +30,14 @@ var commonTimeZones = []string{
 	"Australia/Perth", "Australia/Brisbane", "Australia/Sydney", "Pacific/Auckland",
 }
 
-// complianceView is the compliance section's data.
+// complianceView is the compliance section's data: the stored settings, or a refused form's as typed
+// with Errors, every reason it was refused.
 type complianceView struct {
 	*models.ComplianceSettings
 	TimeZones []string
 	// MaxText is the longest a confirmation or the help text may be.
 	MaxText int
+	Errors  []string
 }
 
 // QuietStart and QuietEnd are the quiet hours' times for the form ("" when there are none).
@@ -78,10 +80,10 @@ func splitKeywords(s string) []string {
 
 // saveCompliance: POST /inbox/settings/compliance {optOutKeywords, optInKeywords, optOutConfirmation,
 // optInConfirmation, helpText, noQuietHours, quietStart, quietEnd, timeZone, defaultCountry} (owners;
-// an empty defaultCountry clears it). Only what the
-// form changed is saved, so that a setting still at its default (the texts naming the account, the
-// operator's quiet hours) keeps following it. Nothing is saved when a field is invalid; the error
-// names the field as the form does.
+// an empty defaultCountry clears it). Only what the form changed is saved, so that a setting still at
+// its default (the texts naming the account, the operator's quiet hours) keeps following it. Nothing
+// is saved when a field is invalid: the form comes back (422) with what was typed and every field's
+// error, named as the form names it.
 func (h *Handler) saveCompliance(c *fiber.Ctx) error {
 	const back = settingsPath + "#compliance"
 	sess := sessionOf(c)
@@ -90,13 +92,16 @@ func (h *Handler) saveCompliance(c *fiber.Ctx) error {
 	if err != nil {
 		return h.actionFailed(c, back, err)
 	}
+	typed := *cur // the form as typed, shown again when it is refused
 	var in models.ComplianceInput
 	for _, kw := range []struct {
 		field string
 		cur   []string
 		out   **[]string
-	}{{"optOutKeywords", cur.OptOutKeywords, &in.OptOutKeywords}, {"optInKeywords", cur.OptInKeywords, &in.OptInKeywords}} {
-		if words := splitKeywords(c.FormValue(kw.field)); !slices.Equal(words, kw.cur) {
+		typed *[]string
+	}{{"optOutKeywords", cur.OptOutKeywords, &in.OptOutKeywords, &typed.OptOutKeywords}, {"optInKeywords", cur.OptInKeywords, &in.OptInKeywords, &typed.OptInKeywords}} {
+		words := splitKeywords(c.FormValue(kw.field))
+		if *kw.typed = words; !slices.Equal(words, kw.cur) {
 			*kw.out = &words
 		}
 	}
@@ -104,35 +109,52 @@ func (h *Handler) saveCompliance(c *fiber.Ctx) error {
 		field string
 		cur   string
 		out   **string
-	}{{"optOutConfirmation", cur.OptOutConfirmation, &in.OptOutConfirmation}, {"optInConfirmation", cur.OptInConfirmation, &in.OptInConfirmation}, {"helpText", cur.HelpText, &in.HelpText}} {
-		if v := strings.TrimSpace(c.FormValue(t.field)); v != t.cur {
+		typed *string
+	}{{"optOutConfirmation", cur.OptOutConfirmation, &in.OptOutConfirmation, &typed.OptOutConfirmation},
+		{"optInConfirmation", cur.OptInConfirmation, &in.OptInConfirmation, &typed.OptInConfirmation},
+		{"helpText", cur.HelpText, &in.HelpText, &typed.HelpText}} {
+		v := strings.TrimSpace(c.FormValue(t.field))
+		if *t.typed = v; v != t.cur {
 			*t.out = &v
 		}
 	}
 	var quiet *models.QuietHours
+	quietBlank := false
 	if c.FormValue("noQuietHours") != "true" {
 		quiet = &models.QuietHours{Start: strings.TrimSpace(c.FormValue("quietStart")), End: strings.TrimSpace(c.FormValue("quietEnd"))}
-		if quiet.Start == "" && quiet.End == "" {
-			return h.done(c, back, false, "Give the quiet hours' start and end (HH:MM, such as 21:00 and 08:00), or tick No quiet hours. Nothing was saved.")
-		}
+		quietBlank = quiet.Start == "" && quiet.End == ""
 	}
+	typed.QuietHours = quiet
 	if (quiet == nil) != (cur.QuietHours == nil) || (quiet != nil && *quiet != *cur.QuietHours) {
 		in.SetQuietHours, in.QuietHours = true, quiet
 	}
-	if tz := strings.TrimSpace(c.FormValue("timeZone")); tz != cur.TimeZone {
+	tz := strings.TrimSpace(c.FormValue("timeZone"))
+	if typed.TimeZone = tz; tz != cur.TimeZone {
 		in.TimeZone = &tz
 	}
-	if country := strings.TrimSpace(c.FormValue("defaultCountry")); country != (complianceView{ComplianceSettings: cur}).Country() {
+	country := strings.TrimSpace(c.FormValue("defaultCountry"))
+	typed.DefaultCountry = nil
+	if country != "" {
+		typed.DefaultCountry = &country
+	}
+	if country != (complianceView{ComplianceSettings: cur}).Country() {
 		in.SetDefaultCountry = true
 		if country != "" {
 			in.DefaultCountry = &country
 		}
 	}
 	if _, err := h.app.UpdateComplianceSettings(ctx, sess.AccountID, in); err != nil {
-		if models.ErrorCode(err) == models.CodeValidation {
-			return h.done(c, back, false, complianceMessage(models.ErrorMessage(err))+" Nothing was saved.")
+		if models.ErrorCode(err) != models.CodeValidation {
+			return h.actionFailed(c, back, err)
 		}
-		return h.actionFailed(c, back, err)
+		v := settingsView{Compliance: complianceView{ComplianceSettings: &typed}}
+		for _, msg := range models.AllErrors(err) {
+			if quietBlank && strings.HasPrefix(msg, "quietHours: ") {
+				msg = "Give the quiet hours' start and end (HH:MM, such as 21:00 and 08:00), or tick No quiet hours."
+			}
+			v.Compliance.Errors = append(v.Compliance.Errors, complianceMessage(msg))
+		}
+		return h.renderSettingsStatus(c, fiber.StatusUnprocessableEntity, v)
 	}
 	return h.done(c, back, true, "Compliance settings saved.")
 }

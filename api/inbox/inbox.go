@@ -149,26 +149,12 @@ func (h *Handler) render(c *fiber.Ctx, status int, page string, v inboxView) err
 // inboxFuncs are the helpers the templates use.
 var inboxFuncs = template.FuncMap{
 	"asset": func(name string) string { return inboxAssetPaths[name] },
+	// navCount is a navigation entry's count (team_inbox.go).
+	"navCount": navCount,
 	// sect pairs a page's view with one of its sections, for the "sectionflash" template.
 	"sect": func(v inboxView, section string) sectionRef { return sectionRef{View: v, Section: section} },
-	"contactName": func(c *models.Contact, senderID string) string {
-		if c == nil {
-			return "unknown contact"
-		}
-		if n := strings.TrimSpace(c.FirstName + " " + c.LastName); n != "" {
-			return n
-		}
-		if c.Phone != nil && *c.Phone != "" {
-			return *c.Phone
-		}
-		if c.Email != nil && *c.Email != "" {
-			return *c.Email
-		}
-		if senderID != "" {
-			return senderID
-		}
-		return c.ID
-	},
+	// contactName names a contact as every page does (report.ContactName).
+	"contactName": report.ContactName,
 	"initial": func(name string) string {
 		for _, r := range name {
 			if r == '+' || r == '@' {

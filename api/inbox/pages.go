@@ -114,8 +114,11 @@ type problemView struct {
 
 // listView is the conversation list page's data.
 type listView struct {
-	Items                     []report.Conversation
-	Next                      string
+	Items []report.Conversation
+	// Next is the older page's cursor, Newer the newer page's ("" when there is none); Paged: this
+	// is not the first page (paging.go).
+	Next, Newer               string
+	Paged                     bool
 	Unread, NeedsHuman, Fails bool
 	Q                         string
 	// Filtered: some filter or search is on.
@@ -139,13 +142,6 @@ func (v listView) query() url.Values {
 		q.Set("assignee", v.Assignee)
 	}
 	return q
-}
-
-// MoreLink is the next page of the list with the same filters.
-func (v listView) MoreLink() string {
-	q := v.query()
-	q.Set("cursor", v.Next)
-	return "/inbox/?" + q.Encode()
 }
 
 // conversationsPage: GET /inbox/ lists the conversations, newest activity first, with filters
@@ -172,7 +168,10 @@ func (h *Handler) conversationsPage(c *fiber.Ctx) error {
 	v.Filtered = v.Unread || v.NeedsHuman || v.Fails || v.Q != ""
 	sess := sessionOf(c)
 	v.Assignee, f.Assignee = assigneeView(c.Query("assignee"), sess.UserID)
-	v.Items, v.Next, err = h.reports.Conversations(c.UserContext(), sess.AccountID, sess.UserID, f, page)
+	if f.Newer, err = newerOf(c); err != nil {
+		return h.inboxNotFound(c)
+	}
+	err = h.listPage(c, &v, f, page)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
 			return h.render(c, fiber.StatusBadRequest, "problem", h.view(c, "Search", "conversations",
@@ -227,7 +226,7 @@ func (h *Handler) conversationPage(c *fiber.Ctx) error {
 			return h.inboxFailure(c, err)
 		}
 	}
-	v := conversationView{ConversationView: conv, Name: inboxFuncs["contactName"].(func(*models.Contact, string) string)(conv.Contact, conv.SenderID),
+	v := conversationView{ConversationView: conv, Name: contactName(conv.Contact, conv.SenderID),
 		BotOn: !conv.Contact.BotPaused, Path: "/inbox/conversations/" + url.PathEscape(conv.Contact.ID), Cursor: before}
 	if err := h.withConsent(c, &v); err != nil {
 		return h.inboxFailure(c, err)
@@ -314,11 +313,15 @@ func (h *Handler) alertsPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.inboxFailure(c, err)
 	}
+	senders, err := h.reports.SenderIDs(c.UserContext(), sess.AccountID, ids)
+	if err != nil {
+		return h.inboxFailure(c, err)
+	}
 	rows := make([]row, len(alerts))
 	for i, a := range alerts {
 		rows[i].Alert = a
 		if ct := contacts[a.ContactID]; ct != nil {
-			rows[i].Name = contactName(ct, "")
+			rows[i].Name = contactName(ct, senders[a.ContactID])
 			if ct.AssigneeID != nil {
 				rows[i].Assignee = emails[*ct.AssigneeID]
 			}

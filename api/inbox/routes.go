@@ -64,7 +64,7 @@ func New(d Deps) *Handler {
 // request its id and deadline and applied the HTTPS rule. Every page needs a session, every form a
 // CSRF token.
 func (h *Handler) Mount(in fiber.Router) {
-	in.Use(inboxSecurityHeaders)
+	in.Use(inboxSecurityHeaders, h.unrouted)
 	in.Get("/static/:name", inboxStatic) // Fiber's Get answers HEAD as well
 	in.Get("/login", h.loginPage)
 	in.Post("/login", h.login)
@@ -107,9 +107,9 @@ func (h *Handler) Mount(in fiber.Router) {
 	page(fiber.MethodPost, "/campaigns/:id/status", h.setCampaignStatus)
 	page(fiber.MethodGet, "/settings", h.settingsPage)
 	page(fiber.MethodPost, "/settings/api-key", h.requireOwner, h.generateKey)
-	page(fiber.MethodPost, "/settings/webhook", h.saveWebhook)
+	page(fiber.MethodPost, "/settings/webhook", h.requireRouting, h.saveWebhook)
 	page(fiber.MethodPost, "/settings/webhook/test", h.sendTestEvent)
-	page(fiber.MethodPost, "/settings/alert-webhook", h.saveAlertWebhook)
+	page(fiber.MethodPost, "/settings/alert-webhook", h.requireRouting, h.saveAlertWebhook)
 	page(fiber.MethodPost, "/settings/bot", h.saveBot)
 	page(fiber.MethodPost, "/settings/compliance", h.requireOwner, h.saveCompliance)
 	page(fiber.MethodPost, "/settings/password", h.changePassword)
@@ -119,7 +119,7 @@ func (h *Handler) Mount(in fiber.Router) {
 	page(fiber.MethodPost, "/settings/canned", h.addCannedReply)
 	page(fiber.MethodPost, "/settings/canned/:id", h.editCannedReply)
 	page(fiber.MethodPost, "/settings/canned/:id/delete", h.deleteCannedReply)
-	page(fiber.MethodPost, "/settings/channels/:kind", h.requireOwner, h.saveChannel)
+	page(fiber.MethodPost, "/settings/channels/:kind", h.requireRouting, h.saveChannel)
 	page(fiber.MethodGet, "/events", h.inboxEvents)
 }
 

@@ -17,7 +17,10 @@ type settingsView struct {
 	Compliance   complianceView
 	Users        []models.User
 	Owner        bool
-	OwnerUserID  string
+	// MayRoute: the user may change where messages go (mayRoute): the webhooks, the channels and the
+	// bot's switch; others see them read only.
+	MayRoute    bool
+	OwnerUserID string
 	// NewKey is the API key just generated: shown on this one response and never again.
 	NewKey string
 	// NewMember is a member just added, with the password to hand over (shown once).
@@ -67,7 +70,7 @@ func (h *Handler) renderSettings(c *fiber.Ctx, v settingsView) error {
 }
 
 // renderSettingsStatus renders the settings page with status: 422 when it shows a refused form with
-// what was typed (a canned reply, a channel's settings), 200 otherwise.
+// what was typed (a canned reply, a channel's settings, the compliance settings), 200 otherwise.
 func (h *Handler) renderSettingsStatus(c *fiber.Ctx, status int, v settingsView) error {
 	sess := sessionOf(c)
 	ctx := c.UserContext()
@@ -84,11 +87,13 @@ func (h *Handler) renderSettingsStatus(c *fiber.Ctx, status int, v settingsView)
 	if v.Bot, err = h.store.BotSettings(ctx, acc.ID); err != nil {
 		return h.inboxFailure(c, err)
 	}
-	v.Compliance = complianceView{TimeZones: commonTimeZones, MaxText: models.MaxComplianceText}
-	if v.Compliance.ComplianceSettings, err = h.store.ComplianceSettings(ctx, acc.ID); err != nil {
-		return h.inboxFailure(c, err)
+	v.Compliance.TimeZones, v.Compliance.MaxText = commonTimeZones, models.MaxComplianceText
+	if v.Compliance.ComplianceSettings == nil { // else a refused form, as typed (compliance.go)
+		if v.Compliance.ComplianceSettings, err = h.store.ComplianceSettings(ctx, acc.ID); err != nil {
+			return h.inboxFailure(c, err)
+		}
 	}
-	v.Owner = isOwner(sess)
+	v.Owner, v.MayRoute = isOwner(sess), mayRoute(sess)
 	if !v.Owner {
 		v.Webhook.SigningSecret = "" // the page never carries it to a member
 	}
@@ -136,7 +141,7 @@ func (h *Handler) generateKey(c *fiber.Ctx) error {
 	return h.revealOnce(c, reveal{Key: key}, "#api-key")
 }
 
-// saveWebhook: POST /inbox/settings/webhook {url}.
+// saveWebhook: POST /inbox/settings/webhook {url} (those mayRoute allows).
 func (h *Handler) saveWebhook(c *fiber.Ctx) error {
 	url := strings.TrimSpace(c.FormValue("url"))
 	if url == "" {
@@ -163,7 +168,8 @@ func (h *Handler) sendTestEvent(c *fiber.Ctx) error {
 	return h.done(c, settingsPath+"#webhook", false, "Test event not delivered.")
 }
 
-// saveAlertWebhook: POST /inbox/settings/alert-webhook {url}; empty turns the alert webhook off.
+// saveAlertWebhook: POST /inbox/settings/alert-webhook {url} (those mayRoute allows); empty turns the
+// alert webhook off.
 func (h *Handler) saveAlertWebhook(c *fiber.Ctx) error {
 	url, err := h.app.SaveAlertWebhookURL(c.UserContext(), sessionOf(c).AccountID, c.FormValue("url"))
 	if err != nil {
@@ -175,21 +181,30 @@ func (h *Handler) saveAlertWebhook(c *fiber.Ctx) error {
 	return h.done(c, settingsPath+"#alerts", true, "Alert webhook saved.")
 }
 
-// saveBot: POST /inbox/settings/bot {active, instructions, goal, language, handoffMessage,
-// handoffEscalationMinutes, botResumeMinutes}. The hand-off message is saved only when the form
-// changed it, so that an account still on the default keeps following it; an empty escalation is 0
-// (never), an empty resume time never. A hand-off field the form did not send is left as it is.
+// saveBot: POST /inbox/settings/bot {active, activeShown, instructions, goal, language,
+// handoffMessage, handoffEscalationMinutes, botResumeMinutes}. The bot's switch is posted when the
+// form had it (activeShown: an unticked box sends nothing), and only a user mayRoute allows may turn
+// it: anyone else's request that would turn it is refused whole (403). The hand-off message is saved
+// only when the form changed it, so that an account still on the default keeps following it; an empty
+// escalation is 0 (never), an empty resume time never. A field the form did not send is left as it is.
 func (h *Handler) saveBot(c *fiber.Ctx) error {
 	const back = settingsPath + "#bot"
 	sess := sessionOf(c)
-	active := c.FormValue("active") == "true"
+	cur, err := h.store.BotSettings(c.UserContext(), sess.AccountID)
+	if err != nil {
+		return h.actionFailed(c, back, err)
+	}
 	instructions, goal, lang := c.FormValue("instructions"), c.FormValue("goal"), c.FormValue("language")
-	in := models.BotSettingsInput{Active: &active, Instructions: &instructions, Goal: &goal, Language: &lang}
-	if hasField(c, "handoffMessage") {
-		cur, err := h.store.BotSettings(c.UserContext(), sess.AccountID)
-		if err != nil {
-			return h.actionFailed(c, back, err)
+	in := models.BotSettingsInput{Instructions: &instructions, Goal: &goal, Language: &lang}
+	if hasField(c, "activeShown") || hasField(c, "active") {
+		if active := c.FormValue("active") == "true"; active != cur.Active {
+			if !mayRoute(sess) {
+				return h.routingRefused(c)
+			}
+			in.Active = &active
 		}
+	}
+	if hasField(c, "handoffMessage") {
 		// The textarea sends the text with CRLF line ends; the store trims it.
 		if msg := strings.TrimSpace(strings.ReplaceAll(c.FormValue("handoffMessage"), "\r\n", "\n")); msg != cur.HandoffMessage {
 			in.HandoffMessage = &msg
@@ -228,12 +243,13 @@ var botFields = []fieldLabel{
 	{Field: "botResumeMinutes", Label: "resume the bot after"}, {Field: "null", Label: "empty"},
 }
 
-// requireOwner lets only the account's owners generate the API key, manage the team, connect the
-// channels and change the compliance settings (403 for a member, however the request was made).
+// requireOwner lets only the account's owners generate the API key, manage the team and change the
+// compliance settings (403 for a member, however the request was made); where messages go is
+// requireRouting's (routing.go).
 func (h *Handler) requireOwner(c *fiber.Ctx) error {
 	if !isOwner(sessionOf(c)) {
 		return h.render(c, fiber.StatusForbidden, "problem", h.view(c, "Not allowed", "settings",
-			problemView{Heading: "Not allowed", Text: "Only the account's owners can generate the API key, see the signing secret, manage the team, connect the channels and change the compliance settings."}))
+			problemView{Heading: "Not allowed", Text: "Only the account's owners can generate the API key, see the signing secret, manage the team and change the compliance settings."}))
 	}
 	return c.Next()
 }

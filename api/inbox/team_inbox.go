@@ -31,7 +31,41 @@ func (h *Handler) countsOf(c *fiber.Ctx) *report.InboxCounts {
 	return n
 }
 
-// counts: GET /inbox/counts -> {"unread","openAlerts"} for the signed-in user, which the pages' script
+// navCountView is a count beside a navigation entry: Text as shown ("" at 0); Label, what it counts,
+// for a screen reader; Max, where the count stops (0: it does not), which the script needs to write it
+// alike.
+type navCountView struct {
+	Text, Label string
+	Max         int
+}
+
+// navCount is the count of counts named section ("unread", "openAlerts", "gaveUp"); the deliveries
+// that gave up stop at report.MaxGaveUpCount, shown as "99+".
+func navCount(counts *report.InboxCounts, section string) navCountView {
+	var n int
+	var v navCountView
+	switch section {
+	case "unread":
+		v.Label = "unread"
+	case "openAlerts":
+		v.Label = "open"
+	case "gaveUp":
+		v.Label, v.Max = "gave up in the last 7 days", report.MaxGaveUpCount
+	}
+	if counts != nil {
+		n = map[string]int{"unread": counts.Unread, "openAlerts": counts.OpenAlerts, "gaveUp": counts.GaveUp}[section]
+	}
+	switch {
+	case n <= 0:
+	case v.Max > 0 && n >= v.Max:
+		v.Text = itoa(v.Max-1) + "+"
+	default:
+		v.Text = itoa(n)
+	}
+	return v
+}
+
+// counts: GET /inbox/counts -> {"unread","openAlerts","gaveUp"} for the signed-in user, which the pages' script
 // fetches when an event may have changed them (and after the user read a conversation).
 func (h *Handler) counts(c *fiber.Ctx) error {
 	sess := sessionOf(c)

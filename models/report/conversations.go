@@ -38,6 +38,11 @@ type ConversationFilter struct {
 	Query string
 	// Assignee keeps the conversations of one user (an id), or the unassigned ones (AssigneeNone).
 	Assignee string
+	// Newer, a list row's latest message id, asks for the page before that row (a list's way back):
+	// the conversations with newer activity, the page's worth nearest to it. The page's cursor is
+	// then ignored, and the cursor Conversations returns is the way further back (Newer again), ""
+	// when no conversation is newer still.
+	Newer string
 }
 
 // AssigneeNone is the Assignee filter of the unassigned conversations.
@@ -81,9 +86,14 @@ func (r *Reader) conversations(ctx context.Context, db bun.IDB, accountID, reade
 		q = conversationsByContacts(db, accountID, f)
 		col, last = "x.cid", "x.last_id"
 	}
-	q = q.OrderExpr(last + " DESC").Limit(int64(page.Limit) + 1)
-	if page.Cursor != "" {
-		q = q.Where(last+" < ?", page.Cursor)
+	switch {
+	case f.Newer != "":
+		q = q.Where(last+" > ?", f.Newer).OrderExpr(last + " ASC").Limit(int64(page.Limit) + 1)
+	default:
+		q = q.OrderExpr(last + " DESC").Limit(int64(page.Limit) + 1)
+		if page.Cursor != "" {
+			q = q.Where(last+" < ?", page.Cursor)
+		}
 	}
 	for _, m := range []struct {
 		want *bool
@@ -126,7 +136,7 @@ func (r *Reader) conversations(ctx context.Context, db bun.IDB, accountID, reade
 		ColumnExpr(unread+" AS unread", unreadArgs...).
 		ColumnExpr(needsHuman+" AS needs_human", needsHumanArgs...).
 		ColumnExpr(failed+" AS failed", failedArgs...).
-		ColumnExpr("COALESCE((SELECT MIN(ci.external_id) FROM contact_identities AS ci WHERE ci.account_id = m.account_id AND ci.contact_id = m.contact_id), '') AS sender_id").
+		ColumnExpr(senderIDSQL("m.account_id", "m.contact_id")+" AS sender_id").
 		Where("m.id IN (?)", bun.In(ids)).OrderExpr("m.id DESC").Scan(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("conversations: %w", err)
@@ -284,13 +294,10 @@ func (r *Reader) ConversationFor(ctx context.Context, accountID, contactID, befo
 	if v.Alerts, _, err = r.store.Alerts(ctx, accountID, models.AlertFilter{ContactID: contact.ID}, models.Page{Limit: models.MaxPageLimit}); err != nil {
 		return nil, err
 	}
-	var ids []string
-	if err := r.db.NewSelect().TableExpr("contact_identities").Column("external_id").
-		Where("account_id = ? AND contact_id = ?", accountID, contact.ID).Order("external_id").Limit(1).Scan(ctx, &ids); err != nil {
+	senders, err := r.SenderIDs(ctx, accountID, []string{contact.ID})
+	if err != nil {
 		return nil, fmt.Errorf("conversation: %w", err)
 	}
-	if len(ids) > 0 {
-		v.SenderID = ids[0]
-	}
+	v.SenderID = senders[contact.ID]
 	return v, nil
 }

@@ -6,6 +6,23 @@
   'use strict';
   document.documentElement.classList.add('js');
 
+  // ---- Panels (a conversation's Consent and Goal, <details data-wide-open>): one line each on a
+  // phone; open on a wide screen, where the stylesheet already shows them (this is for a browser
+  // without ::details-content). A link or an address pointing at one (#consent) opens it.
+  function openPanel(id) {
+    var d = id && document.getElementById(id);
+    if (d && d.matches('details[data-wide-open]')) d.open = true;
+  }
+  if (window.matchMedia('(min-width: 56rem)').matches) {
+    document.querySelectorAll('details[data-wide-open]').forEach(function (d) { d.open = true; });
+  }
+  openPanel(location.hash.slice(1));
+  window.addEventListener('hashchange', function () { openPanel(location.hash.slice(1)); });
+  document.addEventListener('click', function (e) {
+    var a = e.target.closest && e.target.closest('a[href^="#"]');
+    if (a) openPanel(a.getAttribute('href').slice(1));
+  });
+
   // Times are rendered in UTC on the server; show them in the reader's own time zone.
   var timeFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
   var dayFmt = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
@@ -207,8 +224,9 @@
     box.form.requestSubmit();
   });
 
-  // ---- Counts: unread conversations and open alerts, beside Conversations and Alerts and in the
-  // title ("(2) Conversations · Inbox"), fetched again when something may have changed them.
+  // ---- Counts: unread conversations, open alerts and deliveries that gave up lately, beside
+  // Conversations, Alerts and Deliveries, the unread also in the title ("(2) Conversations · Inbox"),
+  // fetched again when something may have changed them. A count with data-max stops there ("99+").
   var baseTitle = document.title.replace(/^\(\d+\) /, '');
   function setCount(name, n) {
     var el = document.querySelector('.navcount[data-count="' + name + '"]');
@@ -218,13 +236,15 @@
     var pre = document.createElement('span'), post = document.createElement('span');
     pre.className = post.className = 'sr-only';
     pre.textContent = ': ';
-    post.textContent = name === 'unread' ? ' unread' : ' open';
-    el.replaceChildren(pre, document.createTextNode(String(n)), post);
+    post.textContent = ' ' + el.getAttribute('data-label');
+    var max = parseInt(el.getAttribute('data-max'), 10);
+    el.replaceChildren(pre, document.createTextNode(max && n >= max ? (max - 1) + '+' : String(n)), post);
   }
   function setCounts(c) {
     var unread = Math.max(0, c.unread | 0);
     setCount('unread', unread);
     setCount('openAlerts', Math.max(0, c.openAlerts | 0));
+    setCount('gaveUp', Math.max(0, c.gaveUp | 0));
     document.title = (unread ? '(' + unread + ') ' : '') + baseTitle;
   }
   var hasCounts = !!document.querySelector('.navcount');
@@ -515,7 +535,9 @@
     on(type, function (data) {
       // What waits for the user: a message may be unread, an alert open. (On a conversation page that
       // shows the message, the counts follow its refresh, which marks it read.)
-      var counted = type === 'message.created' || type === 'alert.created' || type === 'alert.resolved' || type === 'contact.updated';
+      // A delivery that failed or is sent again may change the deliveries that gave up (not one sent).
+      var counted = type === 'message.created' || type === 'alert.created' || type === 'alert.resolved' || type === 'contact.updated' ||
+        (type === 'message.updated' && !!data && (data.status === 'failed' || data.status === 'pending'));
       if (!concerns(type, data)) {
         if (counted) refreshCounts();
         return;
