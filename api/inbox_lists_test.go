@@ -32,12 +32,14 @@ func listContact(t *testing.T, srv *server, key string, fields map[string]any) s
 }
 
 // postFile posts a multipart form with the file (as field "file", named name) and the page's CSRF
-// token, from the page at from.
+// token, from the page at from ("": without a token).
 func (b *browserClient) postFile(from, action, name string, content []byte) page {
 	b.t.Helper()
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
-	_ = w.WriteField("csrf_token", b.csrf(from))
+	if from != "" {
+		_ = w.WriteField("csrf_token", b.csrf(from))
+	}
 	fw, err := w.CreateFormFile("file", name)
 	if err != nil {
 		b.t.Fatal(err)
@@ -478,6 +480,25 @@ func TestInboxListImportTwoSteps(t *testing.T) {
 
 	// Step 2 with a changed choice: the first names from "Contact person", Given Name not read.
 	form := url.Values{"col0": {"phone"}, "col1": {""}, "col2": {"last_name"}, "col3": {"email"}, "col4": {""}, "col5": {"first_name"}, "col6": {"time_zone"}, "country": {"US"}}
+
+	t.Run("a press while another import of the file runs imports nothing", func(t *testing.T) {
+		claim := env.Redis.Get(t.Context(), "inbox:import:user:"+acc.OwnerUserID).Val() + ":claim"
+		if err := env.Redis.Set(t.Context(), claim, "another press", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		p := b.post(preview, preview, form)
+		if p.Status != http.StatusConflict {
+			t.Fatalf("%d, want 409", p.Status)
+		}
+		wantText(t, p, "This file is being imported already.")
+		if got := selected(t, p); got[5] != "first_name" {
+			t.Fatalf("the choice was not kept: %q", got)
+		}
+		if n, _ := env.Store.DB().NewSelect().TableExpr("list_members").Where("list_id = ?", id).Count(t.Context()); n != 0 {
+			t.Fatalf("%d members", n)
+		}
+		env.Redis.Del(t.Context(), claim)
+	})
 	done := b.post(preview, preview, form)
 	result := done.Header.Get("Location")
 	if done.Status != http.StatusSeeOther || result != preview+"/result" {
@@ -637,6 +658,14 @@ func TestInboxListImportTwoSteps(t *testing.T) {
 			if !strings.HasPrefix(p.Header.Get("Content-Type"), "text/html") || p.Header.Get("Content-Security-Policy") == "" {
 				t.Fatalf("%s: answered %s without the inbox's policy", tc.name, p.Header.Get("Content-Type"))
 			}
+		}
+		// Without the form's token: refused before anything is read or kept.
+		before := env.Redis.Get(t.Context(), "inbox:import:user:"+acc.OwnerUserID).Val()
+		if p := b.postFile("", path+"/import", "leads.csv", []byte(listImportFile)); p.Status != http.StatusForbidden {
+			t.Fatalf("an upload without the CSRF token: %d, want 403", p.Status)
+		}
+		if after := env.Redis.Get(t.Context(), "inbox:import:user:"+acc.OwnerUserID).Val(); after != before {
+			t.Fatal("an upload without the token was kept")
 		}
 		// No file at all: the form without its file field.
 		if p := b.post(path, path+"/import", nil); p.Status != http.StatusUnprocessableEntity {

@@ -7,12 +7,10 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// ReasonRemovedFromList is the detail of a send skipped because its contact was taken off the
-// campaign's list before the opening was written (RemoveFromList).
+// ReasonRemovedFromList is the detail (GET /v1/campaigns/{id}/sends' reason) of a send skipped because
+// its contact was taken off the campaign's list before the opening was written (RemoveFromList); a
+// code alone, as OPTED_OUT is for a suppressed send, since the status says the rest.
 const ReasonRemovedFromList = "REMOVED_FROM_LIST"
-
-// removedFromListDetail is the skipped send's reason, as GET /v1/campaigns/{id}/sends lists it.
-const removedFromListDetail = ReasonRemovedFromList + ": the contact was removed from the campaign's list before its opening was written"
 
 // RemoveFromList takes the contact off the list (DELETE /v1/lists/{id}/contacts/{contactId}, the
 // inbox's Remove) and ends what the list's campaigns still owe it (docs/campaigns.md, "Removing a
@@ -80,7 +78,7 @@ func (s *Store) lockAccountContact(ctx context.Context, tx bun.IDB, accountID, c
 func endListSends(ctx context.Context, tx bun.IDB, listID, contactID string) error {
 	campaigns := tx.NewSelect().TableExpr("campaigns").Column("id").Where("list_id = ?", listID)
 	_, err := tx.NewUpdate().Model((*CampaignSend)(nil)).
-		Set("status = ?", SendSkipped).Set("detail = ?", removedFromListDetail).Set("status_at = ?", now()).
+		Set("status = ?", SendSkipped).Set("detail = ?", ReasonRemovedFromList).Set("status_at = ?", now()).
 		Set("follow_ups_done = ?", true).Set("next_follow_up_at = NULL").
 		Where("contact_id = ? AND status IN (?)", contactID, bun.In(unwrittenSendStatuses)).
 		Where("campaign_id IN (?)", campaigns).Exec(ctx)

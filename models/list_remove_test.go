@@ -3,7 +3,6 @@ package models_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func lrSend(t *testing.T, id string) *models.CampaignSend {
 func lrWantSkipped(t *testing.T, id, what string) {
 	t.Helper()
 	send := lrSend(t, id)
-	if send.Status != models.SendSkipped || send.Detail == nil || !strings.HasPrefix(*send.Detail, models.ReasonRemovedFromList+": ") ||
+	if send.Status != models.SendSkipped || send.Detail == nil || *send.Detail != models.ReasonRemovedFromList ||
 		!send.FollowUpsDone || send.MessageID != nil {
 		t.Errorf("%s: send %s/%s followUpsDone %v message %v, want skipped (%s), no follow-ups, no message",
 			what, send.Status, csStr(send.Detail), send.FollowUpsDone, send.MessageID, models.ReasonRemovedFromList)

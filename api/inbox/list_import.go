@@ -46,6 +46,11 @@ import (
 // importTTL is how long an uploaded file waits for its import, from its last use.
 const importTTL = 30 * time.Minute
 
+// claimTTL is how long a press of Import keeps a second one from importing the file again: longer than
+// an import request may run (the api's request deadline), short enough that a process stopped during
+// an import does not keep the file from being imported for long.
+const claimTTL = 2 * time.Minute
+
 // previewRows is how many of the file's rows the first step shows.
 const previewRows = 5
 
@@ -417,7 +422,7 @@ func (h *Handler) runImport(c *fiber.Ctx) error {
 	}
 
 	ctx := c.UserContext()
-	claimed, err := h.redis.SetNX(ctx, p.key+":claim", sessionOf(c).UserID, importTTL).Result()
+	claimed, err := h.redis.SetNX(ctx, p.key+":claim", sessionOf(c).UserID, claimTTL).Result()
 	if err != nil {
 		return h.inboxFailure(c, models.Errorf(models.CodeUnavailable, "claim import: %v", err))
 	}
