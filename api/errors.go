@@ -2,9 +2,11 @@ package api
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
+	"funnelchat/api/inbox"
 	"funnelchat/api/web"
 	"funnelchat/models"
 )
@@ -50,6 +52,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 	if status == fiber.StatusServiceUnavailable {
 		c.Set(fiber.HeaderRetryAfter, "5")
+	}
+	if status == fiber.StatusRequestEntityTooLarge && strings.HasPrefix(c.Path(), "/inbox/") {
+		return inbox.TooLarge(c, s.cfg.MaxBodyBytes) // the import's upload: a page, not JSON
 	}
 	if c.Path() == incomingPath || s.chunked.take(&c.Context().Request.Header) {
 		return c.Status(status).JSON(fiber.Map{"error": msg})

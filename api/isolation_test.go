@@ -32,6 +32,8 @@ type tenant struct {
 	// ids are the tenant's resource ids by the path segment that precedes {id} ("contacts", "lists"...).
 	// The first id of each kind is the one a request that must succeed (the control) uses.
 	ids map[string][]string
+	// member is a contact on the tenant's list (a plain tenant's own contact, on no list).
+	member string
 }
 
 // isolationSink answers the reply webhook with a final 400, so every outgoing message ends failed (and
@@ -120,6 +122,7 @@ func seedTenant(t *testing.T, srv *server, hook *sink, name string) *tenant {
 	})
 
 	tn.ids["contacts"] = []string{chatter, member, asker}
+	tn.member = member
 	tn.ids["lists"] = []string{list}
 	tn.ids["campaigns"] = []string{campaign}
 	tn.ids["messages"] = []string{reply, received, handoff}
@@ -140,17 +143,27 @@ func plainTenant(t *testing.T, srv *server, name string) *tenant {
 	r := do(t, "POST", srv.URL+"/v1/contacts", key, map[string]any{"firstName": "Own", "email": name + "-own@example.com"})
 	expect(t, r, http.StatusCreated, "")
 	tn.ids["contacts"] = []string{r.JSON(t)["id"].(string)}
+	tn.member = tn.ids["contacts"][0]
 	return tn
 }
 
 // pathParam finds the parameters of an OpenAPI path template.
 var pathParam = regexp.MustCompile(`\{[^}]+\}`)
 
-// resourceOf names the resource a path's single parameter identifies: the segment before it
-// (/v1/lists/{id}/contacts -> "lists"). ok is false for a path with no or several parameters.
+// callerParams fill the parameters after the first of a path with ids of the caller's own, by path
+// and parameter: the request names the victim's resource by the first parameter only (removing the
+// caller's own member from the victim's list), and on the caller's own resources it is the control
+// that succeeds.
+var callerParams = map[string]map[string]func(caller *tenant) string{
+	"/v1/lists/{id}/contacts/{contactId}": {"{contactId}": func(caller *tenant) string { return caller.member }},
+}
+
+// resourceOf names the resource a path's first parameter identifies: the segment before it
+// (/v1/lists/{id}/contacts -> "lists"). ok is false for a path with no parameter, or with more than
+// one that callerParams does not fill.
 func resourceOf(path string) (kind string, ok bool) {
 	locs := pathParam.FindAllStringIndex(path, -1)
-	if len(locs) != 1 {
+	if len(locs) == 0 || len(locs) > 1+len(callerParams[path]) {
 		return "", false
 	}
 	segments := strings.Split(strings.TrimSuffix(path[:locs[0][0]], "/"), "/")
@@ -258,7 +271,15 @@ func (op pathOperation) call(t *testing.T, srv *server, caller *tenant, id strin
 	if build, ok := isolationBodies[op.method+" "+op.path]; ok {
 		req = build(t, caller)
 	}
-	return do(t, op.method, srv.URL+pathParam.ReplaceAllLiteralString(op.path, url.PathEscape(id)), caller.key, req.body, req.headers...)
+	first := true
+	path := pathParam.ReplaceAllStringFunc(op.path, func(param string) string {
+		if first {
+			first = false
+			return url.PathEscape(id)
+		}
+		return url.PathEscape(callerParams[op.path][param](caller))
+	})
+	return do(t, op.method, srv.URL+path, caller.key, req.body, req.headers...)
 }
 
 // victimSnapshot is everything of the victim that a request of another account could change: the body

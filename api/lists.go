@@ -123,6 +123,16 @@ func (s *Server) listContacts(c *fiber.Ctx) error {
 	return c.JSON(pageBody(contacts, next))
 }
 
+// removeFromList: DELETE /v1/lists/{id}/contacts/{contactId} -> 204: the contact is off the list, and
+// the openings the list's campaigns had not written for it are skipped (models.Store.RemoveFromList).
+// 404 for an unknown (or another account's) list or contact, or a contact not on the list.
+func (s *Server) removeFromList(c *fiber.Ctx) error {
+	if err := s.app.RemoveFromList(c.UserContext(), accountOf(c).ID, c.Params("id"), c.Params("contactId")); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
 // importContacts: POST /v1/lists/{id}/import, a multipart form with a CSV file (columns phone,
 // first_name, last_name, email, time_zone, or their aliases) -> 200 {"imported","existing","invalid",
 // "errors":[{row,error}],"ignoredColumns"}. Valid rows are kept and invalid ones reported; each row

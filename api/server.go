@@ -181,6 +181,7 @@ func (s *Server) routes() {
 	authed(fiber.MethodGet, "/lists/:id", s.getList)
 	authed(fiber.MethodPost, "/lists/:id/contacts", s.addToList)
 	authed(fiber.MethodGet, "/lists/:id/contacts", s.listContacts)
+	authed(fiber.MethodDelete, "/lists/:id/contacts/:contactId", s.removeFromList)
 	authed(fiber.MethodPost, "/lists/:id/import", s.importContacts)
 
 	// The incoming endpoint checks its key, rate limit and messageSid itself, in one Redis call once the

@@ -17,7 +17,7 @@ const (
 	SendHeld    = "held"    // the campaign was not live when its turn came; resuming queues it again
 	SendPending = "pending" // the opening was written; its delivery is in progress or waits for a retry
 	SendSent    = "sent"    // the opening was delivered: the receiver or provider accepted it
-	SendSkipped = "skipped" // not needed, with the reason in detail (the lead wrote first)
+	SendSkipped = "skipped" // not needed, with the reason in detail (the lead wrote first, or left the list: RemoveFromList)
 	SendFailed  = "failed"  // the contact cannot be reached, or the opening's delivery failed; detail says why
 	// SendSuppressed: not sent because the contact opted out on the campaign's channel (detail OPTED_OUT).
 	SendSuppressed = "suppressed"
@@ -28,7 +28,8 @@ const (
 // SendCounts is how a campaign's opening messages stand: queued (waiting for their time, the pacing
 // limiter or the campaign to be live again), pending (written, being delivered or waiting for a
 // retry), sent (delivered), failed (the contact cannot be reached on the campaign's channel, or the
-// delivery failed for good), and skipped (the lead wrote first, so no opening was needed).
+// delivery failed for good), and skipped (the lead wrote first, or was removed from the list, so no
+// opening was needed).
 type SendCounts struct {
 	Queued  int `json:"queued"`
 	Pending int `json:"pending"`

@@ -111,13 +111,27 @@ func cleanName(field, v string) (string, error) {
 // phone make one contact: the unique index decides, and the losers read the winner's row. A phone
 // without a country code is read in the account's PhoneRegion. Errors: VALIDATION_ERROR, INVALID_PHONE.
 func (s *Store) CreateOrGetContact(ctx context.Context, accountID string, in ContactInput) (*Contact, bool, error) {
+	c, outcome, err := s.createOrGetContact(ctx, accountID, in)
+	return c, outcome == contactCreated, err
+}
+
+// What createOrGetContact did: created the contact, changed an existing one (its time zone), or found
+// it as it was.
+const (
+	contactCreated = iota + 1
+	contactUpdated
+	contactUnchanged
+)
+
+// createOrGetContact is CreateOrGetContact, telling also whether it changed an existing contact.
+func (s *Store) createOrGetContact(ctx context.Context, accountID string, in ContactInput) (*Contact, int, error) {
 	region, err := s.phoneRegionFor(ctx, accountID, in.Phone)
 	if err != nil {
-		return nil, false, fmt.Errorf("create contact: %w", err)
+		return nil, 0, fmt.Errorf("create contact: %w", err)
 	}
 	c, err := in.normalize(region)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
 	c.ID = newID(prefixContact)
 	c.AccountID = accountID
@@ -127,12 +141,12 @@ func (s *Store) CreateOrGetContact(ctx context.Context, accountID string, in Con
 
 	res, err := s.db.NewInsert().Model(c).On("CONFLICT DO NOTHING").Exec(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("create contact: %w", err)
+		return nil, 0, fmt.Errorf("create contact: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return nil, false, fmt.Errorf("create contact: %w", err)
+		return nil, 0, fmt.Errorf("create contact: %w", err)
 	} else if n == 1 {
-		return c, true, nil
+		return c, contactCreated, nil
 	}
 
 	var existing *Contact
@@ -142,17 +156,18 @@ func (s *Store) CreateOrGetContact(ctx context.Context, accountID string, in Con
 		existing, err = s.contactByEmailOnly(ctx, accountID, *c.Email)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("create contact: read existing: %w", err)
+		return nil, 0, fmt.Errorf("create contact: read existing: %w", err)
 	}
 	if c.TimeZone != nil && (existing.TimeZone == nil || *existing.TimeZone != *c.TimeZone) {
 		// The newest word on where the person lives wins: quiet hours follow it.
 		if _, err := s.db.NewUpdate().Model((*Contact)(nil)).Set("time_zone = ?", *c.TimeZone).Set("updated_at = ?", now()).
 			Where("id = ?", existing.ID).Exec(ctx); err != nil {
-			return nil, false, fmt.Errorf("create contact: time zone: %w", err)
+			return nil, 0, fmt.Errorf("create contact: time zone: %w", err)
 		}
 		existing.TimeZone = c.TimeZone
+		return existing, contactUpdated, nil
 	}
-	return existing, false, nil
+	return existing, contactUnchanged, nil
 }
 
 // ContactByID returns the account's contact with id, or NOT_FOUND (also for another account's contact).

@@ -57,64 +57,131 @@ type ContactCSV struct {
 // text; anything else (a failing reader) is internal. The file is streamed: besides the result, only a
 // record at a time is held.
 func ParseContactCSV(r io.Reader, region string) (*ContactCSV, error) {
-	br := bufio.NewReader(r)
-	if err := skipByteOrderMark(br); err != nil {
-		return nil, err
-	}
-	head, err := readHead(br)
-	if err != nil {
-		return nil, err
-	}
-	recs := &csvRecords{src: bufio.NewReader(io.MultiReader(bytes.NewReader(head), br)), comma: byte(sniffDelimiter(head))}
+	return parseContactCSV(r, region, nil)
+}
 
+// ParseContactCSVMapped reads a CSV file of contacts as ParseContactCSV does, with the columns read as
+// m says (the inbox's import, where the user chose them) instead of as their names suggest: the
+// header row is only counted, and the columns m leaves out are IgnoredColumns. Errors: those of
+// ParseContactCSV, and VALIDATION_ERROR for a mapping that does not fit the file (CSVMapping.Problems).
+func ParseContactCSVMapped(r io.Reader, region string, m CSVMapping) (*ContactCSV, error) {
+	if m == nil {
+		m = CSVMapping{}
+	}
+	return parseContactCSV(r, region, m)
+}
+
+// parseContactCSV is ParseContactCSV with the columns guessed from the header (m nil) or as m chose.
+func parseContactCSV(r io.Reader, region string, m CSVMapping) (*ContactCSV, error) {
 	var (
 		cols *csvColumns
 		file = &ContactCSV{}
-		rows int
 	)
+	err := scanContactCSV(r, func(h CSVRecord) error {
+		var err error
+		if m == nil {
+			cols, file.IgnoredColumns, err = parseCSVHeader(h.Fields, h.Line, region)
+		} else {
+			cols, file.IgnoredColumns, err = m.mappedHeader(h.Fields, region)
+		}
+		return err
+	}, func(rec CSVRecord) error {
+		if rec.Problem != "" {
+			file.Errors = append(file.Errors, CSVRowError{Row: rec.Line, Error: rec.Problem})
+			return nil
+		}
+		in, err := cols.contact(rec.Fields)
+		if err != nil {
+			file.Errors = append(file.Errors, CSVRowError{Row: rec.Line, Error: ErrorMessage(err)})
+			return nil
+		}
+		file.Contacts = append(file.Contacts, in)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return file, nil
+}
+
+// CSVRecord is one record of a contact file as every import reads it (ScanContactCSV): the line it
+// starts on, its fields (valid until the next record is read), or the problem that made it invalid CSV
+// with Raw, its first line as written.
+type CSVRecord struct {
+	Line    int
+	Fields  []string
+	Problem string
+	Raw     string
+}
+
+// ScanContactCSV reads a contact file's records the way ParseContactCSV reads them (byte order mark,
+// delimiter, quoting, blank lines, the row limit, and the errors for a file that cannot be read at
+// all) and hands header the header row and row each data row, in file order. It stops at the first
+// error either returns.
+func ScanContactCSV(r io.Reader, header, row func(CSVRecord) error) error {
+	return scanContactCSV(r, header, row)
+}
+
+func scanContactCSV(r io.Reader, header, row func(CSVRecord) error) error {
+	br := bufio.NewReader(r)
+	if err := skipByteOrderMark(br); err != nil {
+		return err
+	}
+	head, err := readHead(br)
+	if err != nil {
+		return err
+	}
+	recs := &csvRecords{src: bufio.NewReader(io.MultiReader(bytes.NewReader(head), br)), comma: byte(sniffDelimiter(head))}
+
+	seenHeader, rows := false, 0
 	for {
 		// Before the header, blank lines are skipped as readHead skips them, so that the header is the
 		// line the delimiter was sniffed on.
-		line, rec, problem, err := recs.next(cols == nil)
+		line, rec, problem, err := recs.next(!seenHeader)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if cols == nil {
+		if !seenHeader {
 			if problem != "" {
 				if bytes.IndexByte(recs.raw, 0) >= 0 {
-					return nil, errBinaryCSV(line)
+					return errBinaryCSV(line)
 				}
-				return nil, Errorf(CodeValidation, "the header row (line %d) is not valid CSV: %s", line, problem)
+				return Errorf(CodeValidation, "the header row (line %d) is not valid CSV: %s", line, problem)
 			}
-			if cols, file.IgnoredColumns, err = parseCSVHeader(rec, line, region); err != nil {
-				return nil, err
+			// A NUL never appears in CSV text; it does in spreadsheets, archives and UTF-16 files.
+			for _, name := range rec {
+				if strings.IndexByte(name, 0) >= 0 {
+					return errBinaryCSV(line)
+				}
 			}
+			if err := header(CSVRecord{Line: line, Fields: rec}); err != nil {
+				return err
+			}
+			seenHeader = true
 			continue
 		}
 		if problem == "" && isBlankRecord(rec) {
 			continue
 		}
 		if rows++; rows > MaxImportRows {
-			return nil, Errorf(CodeValidation, "the file has more than %d contact rows: split it into several imports", MaxImportRows)
+			return Errorf(CodeValidation, "the file has more than %d contact rows: split it into several imports", MaxImportRows)
 		}
+		out := CSVRecord{Line: line, Fields: rec, Problem: problem}
 		if problem != "" {
-			file.Errors = append(file.Errors, CSVRowError{Row: line, Error: problem})
-			continue
+			first, _, _ := bytes.Cut(recs.raw, []byte("\n"))
+			out.Raw = string(bytes.TrimSuffix(first, []byte("\r")))
 		}
-		in, err := cols.contact(rec)
-		if err != nil {
-			file.Errors = append(file.Errors, CSVRowError{Row: line, Error: ErrorMessage(err)})
-			continue
+		if err := row(out); err != nil {
+			return err
 		}
-		file.Contacts = append(file.Contacts, in)
 	}
-	if cols == nil {
-		return nil, Errorf(CodeValidation, "the file is empty: it needs a header row naming the columns phone, first_name, last_name, email")
+	if !seenHeader {
+		return Errorf(CodeValidation, "the file is empty: it needs a header row naming the columns phone, first_name, last_name, email")
 	}
-	return file, nil
+	return nil
 }
 
 // maxRecordBytes bounds a row whose quoted field spans lines: a quote still open beyond it is taken as

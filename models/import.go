@@ -11,11 +11,15 @@ import (
 // whose contact was added to the list, Existing the rows whose contact was on it already (before the
 // import, or by an earlier row of the same import that named the same contact), Invalid the rows that
 // were not valid. IgnoredColumns are the header's names of the columns the import did not read. Sends
-// are the campaign openings the additions triggered.
+// are the campaign openings the additions triggered. Created and Updated count contacts, not rows:
+// the contacts the import created, and the existing ones whose time zone a row changed (an existing
+// contact's names are kept).
 type ImportResult struct {
 	Imported       int           `json:"imported"`
 	Existing       int           `json:"existing"`
 	Invalid        int           `json:"invalid"`
+	Created        int           `json:"created"`
+	Updated        int           `json:"updated"`
 	Errors         []CSVRowError `json:"errors"`
 	IgnoredColumns []string      `json:"ignoredColumns"`
 	Sends          []DueSend     `json:"-"`
@@ -93,9 +97,15 @@ func (s *Store) importRows(ctx context.Context, accountID, listID string, file *
 		}
 		id, ok := byIdentity[identity]
 		if !ok {
-			c, _, err := s.CreateOrGetContact(ctx, accountID, in)
+			c, outcome, err := s.createOrGetContact(ctx, accountID, in)
 			if err != nil {
 				return nil, fmt.Errorf("import contacts: %w", err)
+			}
+			switch outcome {
+			case contactCreated:
+				res.Created++
+			case contactUpdated:
+				res.Updated++
 			}
 			id = c.ID
 			byIdentity[identity] = id

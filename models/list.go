@@ -38,20 +38,52 @@ const MaxBatchContacts = 1000
 
 const maxListNameLength = 200
 
-// CreateList creates a list named name. Errors: VALIDATION_ERROR.
-func (s *Store) CreateList(ctx context.Context, accountID, name string) (*List, error) {
+// listName is a list's name as stored: trimmed, required, text, at most maxListNameLength characters.
+// Creating and renaming a list both check it here. Errors: VALIDATION_ERROR.
+func listName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
-		return nil, Errorf(CodeValidation, "name is required")
+		return "", Errorf(CodeValidation, "name is required")
 	case !utf8.ValidString(name) || strings.ContainsRune(name, 0):
-		return nil, Errorf(CodeValidation, "name must be valid UTF-8 text")
+		return "", Errorf(CodeValidation, "name must be valid UTF-8 text")
 	case utf8.RuneCountInString(name) > maxListNameLength:
-		return nil, Errorf(CodeValidation, "name must be at most %d characters", maxListNameLength)
+		return "", Errorf(CodeValidation, "name must be at most %d characters", maxListNameLength)
+	}
+	return name, nil
+}
+
+// CreateList creates a list named name. Errors: VALIDATION_ERROR.
+func (s *Store) CreateList(ctx context.Context, accountID, name string) (*List, error) {
+	name, err := listName(name)
+	if err != nil {
+		return nil, err
 	}
 	l := &List{ID: newID(prefixList), AccountID: accountID, Name: name, CreatedAt: now()}
 	if _, err := s.db.NewInsert().Model(l).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("create list: %w", err)
+	}
+	return l, nil
+}
+
+// RenameList gives the account's list a new name. Errors: VALIDATION_ERROR, NOT_FOUND (also for
+// another account's list).
+func (s *Store) RenameList(ctx context.Context, accountID, id, name string) (*List, error) {
+	name, err := listName(name)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" || len(id) > maxIDLength {
+		return nil, notFound("list")
+	}
+	l := new(List)
+	err = s.db.NewUpdate().Model(l).Set("name = ?", name).Where("account_id = ? AND id = ?", accountID, id).
+		Returning(s.columnsOf((*List)(nil), "")).Scan(ctx)
+	if isNoRows(err) {
+		return nil, notFound("list")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rename list: %w", err)
 	}
 	return l, nil
 }

@@ -23,6 +23,10 @@ import (
 // sends it queues again) and a list add share-locks it after inserting the list's members and before
 // writing the sends it owes (triggerCampaigns).
 //
+// A removal from a list locks the contact, then deletes its membership and skips its unwritten sends
+// (RemoveFromList), so it and the worker's WriteOpening, which also locks the contact first, run one
+// after the other.
+//
 // Several rows of one table are locked in id order: a batch add to a list inserts its members, and
 // queues its campaign sends, with the contact ids sorted (AddToList). An insert that a unique key or
 // a foreign key makes wait counts as a lock of that row.

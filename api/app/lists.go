@@ -43,6 +43,24 @@ func (a *App) ImportContactCSV(ctx context.Context, accountID, listID string, fi
 	return res, nil
 }
 
+// ImportContacts imports the contacts of a CSV file already read (models.ParseContactCSVMapped, the
+// inbox's import with the columns the user chose) into a list and queues the openings the additions
+// trigger. Errors: those of models.Store.ImportContacts.
+func (a *App) ImportContacts(ctx context.Context, accountID, listID string, file *models.ContactCSV) (*models.ImportResult, error) {
+	res, err := a.store.ImportContacts(ctx, accountID, listID, file)
+	if err != nil {
+		return nil, err
+	}
+	a.queueOpenings(ctx, res.Sends)
+	return res, nil
+}
+
+// RemoveFromList takes a contact off a list; the openings the list's campaigns had not written for it
+// yet are skipped (models.Store.RemoveFromList). Errors: NOT_FOUND.
+func (a *App) RemoveFromList(ctx context.Context, accountID, listID, contactID string) error {
+	return a.store.RemoveFromList(ctx, accountID, listID, contactID)
+}
+
 // queueOpenings queues campaign opening messages owed after a commit. They are stored already, so a
 // Redis failure only delays them until the sweep.
 func (a *App) queueOpenings(ctx context.Context, sends []models.DueSend) {

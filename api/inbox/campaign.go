@@ -34,7 +34,7 @@ var sendFilters = []sendStatus{
 	{models.SendFailed, "Failed", "The contact cannot be reached on the channel, or the delivery failed for good"},
 	{models.SendSuppressed, "Suppressed", "Not sent: the contact opted out on the campaign's channel"},
 	{models.SendDeferred, "Deferred", "Waiting for the end of the contact's quiet hours"},
-	{models.SendSkipped, "Skipped", "Not needed: the lead wrote first"},
+	{models.SendSkipped, "Skipped", "Not needed: the lead wrote first, or was removed from the list"},
 }
 
 type sendStatus struct{ Status, Label, Title string }
@@ -46,6 +46,7 @@ var sendReasons = map[string]string{
 	models.ReasonNoChannelIdentity: "No address on the campaign's channel",
 	models.ReasonOutsideWindow:     "Outside the channel's messaging window",
 	models.ReasonQuietHours:        "Quiet hours",
+	models.ReasonRemovedFromList:   "Removed from the list",
 }
 
 // contactName names a contact as every page does.

@@ -87,12 +87,18 @@ func init() {
 // inboxSecurityHeaders go on every inbox response. The policy allows no inline script or style and no
 // other origin: a message body that slipped past escaping still could not run or load anything.
 func inboxSecurityHeaders(c *fiber.Ctx) error {
+	setSecurityHeaders(c)
+	return c.Next()
+}
+
+// setSecurityHeaders sets inboxSecurityHeaders' headers, also on an answer given before routing
+// (TooLarge).
+func setSecurityHeaders(c *fiber.Ctx) {
 	c.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
 		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	c.Set("X-Content-Type-Options", "nosniff")
 	c.Set("X-Frame-Options", "DENY")
 	c.Set("Referrer-Policy", "same-origin")
-	return c.Next()
 }
 
 // inboxStatic serves an embedded asset by its hashed name.
@@ -124,6 +130,10 @@ type inboxView struct {
 
 // render writes a page (or, for the live script's refresh, only its live region) with status.
 func (h *Handler) render(c *fiber.Ctx, status int, page string, v inboxView) error {
+	return renderPage(c, status, page, v)
+}
+
+func renderPage(c *fiber.Ctx, status int, page string, v inboxView) error {
 	t, ok := inboxPages[page]
 	if !ok {
 		return errors.New("inbox: no page " + page)

@@ -121,6 +121,7 @@ func (h *Handler) Mount(in fiber.Router) {
 	page(fiber.MethodPost, "/settings/canned/:id/delete", h.deleteCannedReply)
 	page(fiber.MethodPost, "/settings/channels/:kind", h.requireRouting, h.saveChannel)
 	page(fiber.MethodGet, "/events", h.inboxEvents)
+	h.listRoutes(page)
 }
 
 // inboxEvents: GET /inbox/events streams the signed-in user's account events to the pages' script.

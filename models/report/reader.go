@@ -1,6 +1,6 @@
 // Package report holds the read side that serves pages and exports: the campaign report and its CSV,
-// the conversation list and one conversation, the failed deliveries and the inbox's counts, and the
-// consent export. These reads change with what a page or an export shows, never with what the
+// the conversation list and one conversation, the failed deliveries and the inbox's counts, the
+// consent export, and the lists with their members. These reads change with what a page or an export shows, never with what the
 // service records, so they live apart from the store's writes (package models) and reach the database
 // through the store's handle; they write nothing (README, "Layout").
 package report
