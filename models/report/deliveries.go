@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"funnelchat/models"
 )
@@ -26,8 +27,8 @@ func (r *Reader) FailedDeliveries(ctx context.Context, accountID string, page mo
 	return out, next, nil
 }
 
-// InboxCounts is what waits for a user: conversations with a message the user has not read, and the
-// account's open alerts.
+// InboxCounts is what waits for a user: open conversations with a message the user has not read, and
+// the account's open alerts. Resolved and snoozed conversations wait for nobody.
 type InboxCounts struct {
 	Unread     int `json:"unread"`
 	OpenAlerts int `json:"openAlerts"`
@@ -37,13 +38,14 @@ type InboxCounts struct {
 func (r *Reader) Counts(ctx context.Context, accountID, readerID string) (*InboxCounts, error) {
 	out := &InboxCounts{}
 	unread, args := conversationMarkers(accountID, readerID).unread("c.id")
+	open, openArgs := models.ConversationIs(models.ConversationOpen, "c", time.Now().UTC())
 	err := r.db.NewSelect().TableExpr("contacts AS c").ColumnExpr("count(*)").
-		Where("c.account_id = ?", accountID).Where(unread, args...).Scan(ctx, &out.Unread)
+		Where("c.account_id = ?", accountID).Where(open, openArgs...).Where(unread, args...).Scan(ctx, &out.Unread)
 	if err != nil {
 		return nil, fmt.Errorf("counts: %w", err)
 	}
-	open, err := r.db.NewSelect().Model((*models.Alert)(nil)).Where("account_id = ? AND resolved_at IS NULL", accountID).Count(ctx)
-	out.OpenAlerts = int(open)
+	alerts, err := r.db.NewSelect().Model((*models.Alert)(nil)).Where("account_id = ? AND resolved_at IS NULL", accountID).Count(ctx)
+	out.OpenAlerts = int(alerts)
 	if err != nil {
 		return nil, fmt.Errorf("counts: %w", err)
 	}
