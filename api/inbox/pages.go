@@ -122,6 +122,8 @@ type listView struct {
 	Filtered bool
 	// Assignee is the list's view: "me", "none" (unassigned) or "" (all); see team_inbox.go.
 	Assignee string
+	// Status is the list's status view: "" (open), "snoozed" or "resolved"; see status.go.
+	Status string
 }
 
 // query is the list's filters, search and view as a query string.
@@ -137,6 +139,9 @@ func (v listView) query() url.Values {
 	}
 	if v.Assignee != "" {
 		q.Set("assignee", v.Assignee)
+	}
+	if v.Status != "" {
+		q.Set("status", v.Status)
 	}
 	return q
 }
@@ -172,6 +177,7 @@ func (h *Handler) conversationsPage(c *fiber.Ctx) error {
 	v.Filtered = v.Unread || v.NeedsHuman || v.Fails || v.Q != ""
 	sess := sessionOf(c)
 	v.Assignee, f.Assignee = assigneeView(c.Query("assignee"), sess.UserID)
+	v.Status, f.Status = statusView(c.Query("status"))
 	v.Items, v.Next, err = h.reports.Conversations(c.UserContext(), sess.AccountID, sess.UserID, f, page)
 	if err != nil {
 		if models.ErrorCode(err) == models.CodeValidation {
@@ -205,6 +211,8 @@ type conversationView struct {
 	// Team is the team's side: the assignee, the notes among the messages, the canned replies
 	// (team_inbox.go).
 	Team teamView
+	// StatusBox is the status controls' snooze choices (status.go); the status is Status.
+	StatusBox statusBox
 }
 
 // conversationPage: GET /inbox/conversations/{contactId} shows the conversation and marks it read for
@@ -236,6 +244,9 @@ func (h *Handler) conversationPage(c *fiber.Ctx) error {
 		return h.inboxFailure(c, err)
 	}
 	if err := h.withTeam(c, &v); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	if err := h.withStatus(c, &v); err != nil {
 		return h.inboxFailure(c, err)
 	}
 	return h.render(c, fiber.StatusOK, "conversation", h.view(c, v.Name, "conversations", v))
