@@ -18,7 +18,8 @@ func TestInboxBrowserConversationStatus(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t)
-	f := newTeamFixture(t, "", "")
+	// The screenshots' names (README); a second fixture in the process gets "+n" addresses.
+	f := newTeamFixture(t, "maria.santos@northwind.example", "jonas.weber@northwind.example")
 	expect(t, do(t, "PUT", srv.URL+"/v1/settings/compliance", f.acc.key, map[string]any{"timeZone": "Europe/Lisbon"}), http.StatusOK, "")
 	ana := f.ingest(t, "ana-status", "Ana", "Souza", "Hi! Do you ship to Lisbon?")
 	f.at(t, "messages", ana.ID, 30*time.Minute)
