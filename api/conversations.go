@@ -1,14 +1,17 @@
 package api
 
 import (
+	"time"
+
 	"github.com/gofiber/fiber/v2"
 
 	"funnelchat/models"
 	"funnelchat/models/report"
 )
 
-// listConversations: GET /v1/conversations[?unread=&needsHuman=&failed=&q=] -> {"data":[{contact,
-// lastMessage, unread, needsHuman, failed}], "nextCursor"}, newest activity first. unread is the
+// listConversations: GET /v1/conversations[?status=&unread=&needsHuman=&failed=&q=&assignee=] ->
+// {"data":[{contact, lastMessage, unread, needsHuman, failed, assignee, status, snoozedUntil}],
+// "nextCursor"}, newest activity first; the open ones unless ?status= says otherwise. unread is the
 // API's own read state (POST /v1/contacts/{id}/read), apart from each inbox user's.
 func (s *Server) listConversations(c *fiber.Ctx) error {
 	page, err := pageOf(c)
@@ -41,7 +44,46 @@ func conversationFilter(c *fiber.Ctx) (report.ConversationFilter, error) {
 	}
 	f.Query = c.Query("q")
 	f.Assignee = c.Query("assignee")
+	if f.Status, err = report.ParseStatusFilter(c.Query("status")); err != nil {
+		return f, err
+	}
 	return f, nil
+}
+
+// conversationStatusRequest is the body of PATCH /v1/conversations/{contactId}. snoozedUntil is read
+// as text, so that a time that is not RFC 3339 is a VALIDATION_ERROR naming the field.
+type conversationStatusRequest struct {
+	Status       *string `json:"status"`
+	SnoozedUntil *string `json:"snoozedUntil"`
+}
+
+// patchConversation: PATCH /v1/conversations/{contactId} {"status","snoozedUntil"?} -> 200 with the
+// conversation as GET /v1/conversations lists it.
+func (s *Server) patchConversation(c *fiber.Ctx) error {
+	var req conversationStatusRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	var in models.ConversationStatusInput
+	if req.Status != nil {
+		in.Status = *req.Status
+	}
+	if req.SnoozedUntil != nil {
+		until, err := time.Parse(time.RFC3339, *req.SnoozedUntil)
+		if err != nil {
+			return models.Errorf(models.CodeValidation, "snoozedUntil must be an RFC 3339 time, such as 2026-12-24T09:00:00Z")
+		}
+		in.SnoozedUntil = &until
+	}
+	ctx, accountID, contactID := c.UserContext(), accountOf(c).ID, c.Params("contactId")
+	if _, _, err := s.app.SetConversationStatus(ctx, accountID, contactID, in); err != nil {
+		return err
+	}
+	conv, err := s.reports.Conversation(ctx, accountID, models.ReaderAPI, contactID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(conv)
 }
 
 // markRead: POST /v1/contacts/{id}/read -> 204; the conversation is read, for the API, up to its newest

@@ -209,6 +209,7 @@ func (s *Server) routes() {
 	authed(fiber.MethodGet, "/alerts", s.listAlerts)
 	authed(fiber.MethodPost, "/alerts/:id/resolve", s.resolveAlert)
 	authed(fiber.MethodGet, "/conversations", s.listConversations)
+	authed(fiber.MethodPatch, "/conversations/:contactId", s.patchConversation)
 	authed(fiber.MethodPost, "/contacts/:id/read", s.markRead)
 	authed(fiber.MethodGet, "/events", s.events)
 

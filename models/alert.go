@@ -35,6 +35,8 @@ type Alert struct {
 	HandoffReply *Message `bun:"-" json:"-"`
 	// assigned is who raising it gave the unassigned conversation to (see assignInTurn).
 	assigned *Assignee
+	// reopened says that raising it reopened the resolved or snoozed conversation.
+	reopened bool
 }
 
 // Alert webhook states.
@@ -45,8 +47,8 @@ const (
 	AlertWebhookFailed  = "failed"
 )
 
-// Handoff hands a conversation to the team: it raises an alert, pauses the bot for the contact, marks
-// the incoming message as handed off and writes the account's hand-off message to the contact (the
+// Handoff hands a conversation to the team: it raises an alert (which reopens a resolved or snoozed
+// conversation), pauses the bot for the contact, marks the incoming message as handed off and writes the account's hand-off message to the contact (the
 // alert's HandoffReply, for the caller to deliver; none when the account has none or the door
 // refuses it), in one transaction. The message answers the incoming message, so one hand-off writes
 // it once however often the bot's task runs.
@@ -144,15 +146,22 @@ func raiseAlert(ctx context.Context, tx bun.Tx, accountID, contactID string, mes
 	if _, err := tx.NewInsert().Model(a).Exec(ctx); err != nil {
 		return nil, err
 	}
-	// Every alert asks for a person: an unassigned conversation gets one now, in turn.
+	// Every alert asks for a person: a resolved or snoozed conversation is open again, and an
+	// unassigned one gets someone now, in turn.
 	var err error
+	if a.reopened, err = reopenConversation(ctx, tx, contactID, a.CreatedAt); err != nil {
+		return nil, err
+	}
 	a.assigned, err = assignInTurn(ctx, tx, accountID, contactID)
 	return a, err
 }
 
-// emitAlert publishes a new alert, and the assignment it made.
+// emitAlert publishes a new alert, and the reopening and the assignment it made.
 func (s *Store) emitAlert(ctx context.Context, a *Alert) {
 	s.emit(ctx, a.AccountID, EventAlertCreated, a)
+	if a.reopened {
+		s.emitReopened(ctx, a.AccountID, a.ContactID)
+	}
 	if a.assigned != nil {
 		s.emit(ctx, a.AccountID, EventContactAssigned, contactAssigned{ContactID: a.ContactID, Assignee: a.assigned})
 	}

@@ -267,16 +267,17 @@ type consentChange struct {
 // applyConsent records change for the contact c inside tx, which must hold c's row locked (lockContact)
 // so that two changes of one contact apply one after the other. It appends the event, updates the
 // contact's state, and on an opt-out stops what the campaigns still owe the contact on that channel
-// (suppressSends). It returns whether anything was recorded.
+// (suppressSends) and reopens a resolved or snoozed conversation (the team should know). It returns
+// whether anything was recorded, and whether the conversation was reopened (for emitConsent).
 //
 // What the change does to the state is rules.NextConsent: the state is the latest change by its time
 // (at), not by when it was recorded, so back-dated evidence goes into the ledger and changes no state.
-func applyConsent(ctx context.Context, tx bun.IDB, c *Contact, change consentChange) (bool, error) {
+func applyConsent(ctx context.Context, tx bun.IDB, c *Contact, change consentChange) (recorded, reopened bool, err error) {
 	next, record, apply := rules.NextConsent(rules.ConsentMap(c.Consent), rules.ConsentChange{
 		Channel: change.Channel, Status: change.Status, Source: change.Source, At: change.At, Always: change.Always,
 	})
 	if !record {
-		return false, nil
+		return false, false, nil
 	}
 	e := &ConsentEvent{
 		ID: newID(prefixConsent), AccountID: c.AccountID, ContactID: c.ID, Channel: change.Channel, Status: change.Status,
@@ -287,22 +288,26 @@ func applyConsent(ctx context.Context, tx bun.IDB, c *Contact, change consentCha
 		e.UserID, e.UserEmail, e.APIKeyLast4 = nilIfEmpty(by.UserID), nilIfEmpty(by.Email), nilIfEmpty(by.APIKey)
 	}
 	if _, err := tx.NewInsert().Model(e).Exec(ctx); err != nil {
-		return false, fmt.Errorf("record consent: %w", err)
+		return false, false, fmt.Errorf("record consent: %w", err)
 	}
 	if !apply {
-		return true, nil // older than the state in force: evidence for the ledger only
+		return true, false, nil // older than the state in force: evidence for the ledger only
 	}
-	if _, err := tx.NewUpdate().Model((*Contact)(nil)).Set("consent = ?", ConsentMap(next)).Set("updated_at = ?", now()).
+	at := now()
+	if _, err := tx.NewUpdate().Model((*Contact)(nil)).Set("consent = ?", ConsentMap(next)).Set("updated_at = ?", at).
 		Where("id = ?", c.ID).Exec(ctx); err != nil {
-		return false, fmt.Errorf("record consent: %w", err)
+		return false, false, fmt.Errorf("record consent: %w", err)
 	}
 	c.Consent = ConsentMap(next)
 	if change.Status == ConsentOptedOut {
 		if err := suppressSends(ctx, tx, c.ID, change.Channel); err != nil {
-			return false, err
+			return false, false, err
+		}
+		if reopened, err = reopenConversation(ctx, tx, c.ID, at); err != nil {
+			return false, false, err
 		}
 	}
-	return true, nil
+	return true, reopened, nil
 }
 
 // suppressSends stops what campaigns owe a contact who opted out on channel (ConsentAllChannels: on
@@ -363,27 +368,34 @@ type consentChanged struct {
 	Consent ConsentMap `json:"consent"`
 }
 
-func (s *Store) emitConsent(ctx context.Context, c *Contact) {
+// emitConsent publishes a consent change, and the reopening it made.
+func (s *Store) emitConsent(ctx context.Context, c *Contact, reopened bool) {
 	s.emit(ctx, c.AccountID, EventConsentChanged, consentChanged{ID: c.ID, Consent: c.Consent})
+	if reopened {
+		s.emitReopened(ctx, c.AccountID, c.ID)
+	}
 }
 
 // SetConsent records consent given or withdrawn by hand (PUT /v1/contacts/{id}/consent, the inbox):
 // always an event, as evidence, even when the state stays the same. in must have passed Normalize.
 // It returns the contact with its consent after the change. Errors: NOT_FOUND.
 func (s *Store) SetConsent(ctx context.Context, accountID, contactID string, in ConsentInput) (*Contact, error) {
-	var c *Contact
+	var (
+		c        *Contact
+		reopened bool
+	)
 	err := s.changeConsent(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if c, err = s.lockContact(ctx, tx, accountID, contactID); err != nil {
 			return err
 		}
-		_, err = applyConsent(ctx, tx, c, consentChange{ConsentInput: in, Always: true})
+		_, reopened, err = applyConsent(ctx, tx, c, consentChange{ConsentInput: in, Always: true})
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.emitConsent(ctx, c)
+	s.emitConsent(ctx, c, reopened)
 	return c, nil
 }
 

@@ -60,12 +60,13 @@ func (s *Store) OptOutByBot(ctx context.Context, m *Message) (*KeywordOutcome, e
 func (s *Store) applyKeyword(ctx context.Context, m *Message, kind KeywordKind, settings *ComplianceSettings, source string) (*KeywordOutcome, error) {
 	out := &KeywordOutcome{Kind: kind}
 	var (
-		contact *Contact
-		written *Message // the reply this call wrote
-		claimed bool
+		contact  *Contact
+		written  *Message // the reply this call wrote
+		claimed  bool
+		reopened bool
 	)
 	err := s.changeConsent(ctx, func(ctx context.Context, tx bun.Tx) error {
-		*out, written, claimed = KeywordOutcome{Kind: kind}, nil, false // a run after a deadlock starts afresh
+		*out, written, claimed, reopened = KeywordOutcome{Kind: kind}, nil, false, false // a run after a deadlock starts afresh
 		var err error
 		// The contact's row first: every consent change of one contact waits for the one before.
 		if contact, err = s.lockContact(ctx, tx, m.AccountID, m.ContactID); err != nil {
@@ -98,7 +99,7 @@ func (s *Store) applyKeyword(ctx context.Context, m *Message, kind KeywordKind, 
 				status, confirmation = ConsentOptedIn, settings.OptInConfirmation
 			}
 			change := consentChange{ConsentInput: ConsentInput{Channel: m.Channel, Status: status, Source: source, Text: m.Body, At: m.CreatedAt}, MessageID: m.ID}
-			if out.Changed, err = applyConsent(ctx, tx, contact, change); err != nil {
+			if out.Changed, reopened, err = applyConsent(ctx, tx, contact, change); err != nil {
 				return err
 			}
 			if !out.Changed && kind == KeywordOptOut {
@@ -143,7 +144,7 @@ func (s *Store) applyKeyword(ctx context.Context, m *Message, kind KeywordKind, 
 		m.BotStatus = &status
 	}
 	if out.Changed {
-		s.emitConsent(ctx, contact)
+		s.emitConsent(ctx, contact, reopened)
 	}
 	if written != nil {
 		s.emit(ctx, m.AccountID, EventMessageCreated, written)

@@ -8,8 +8,8 @@ import (
 
 // IngestedForTest is what the PostgreSQL ingest answered for one message.
 type IngestedForTest struct {
-	MessageID, ContactID string
-	Duplicate, SetBased  bool
+	MessageID, ContactID          string
+	Duplicate, SetBased, Reopened bool
 }
 
 // IngestForTest stores ins (each passed Validate) on PostgreSQL as IngestIncoming would, but in a batch
@@ -38,7 +38,7 @@ func (s *Store) IngestForTest(ctx context.Context, accountID string, ins []Incom
 	}
 	out := make([]IngestedForTest, len(res))
 	for i, r := range res {
-		out[i] = IngestedForTest{MessageID: r.MessageID, ContactID: r.ContactID, Duplicate: r.Duplicate, SetBased: r.SetBased}
+		out[i] = IngestedForTest{MessageID: r.MessageID, ContactID: r.ContactID, Duplicate: r.Duplicate, SetBased: r.SetBased, Reopened: r.Reopened}
 	}
 	return out, nil
 }

@@ -180,14 +180,14 @@ func newIncoming(accountID string, in IncomingInput) (*Message, ContactInput) {
 }
 
 // IngestIncoming stores an incoming custom-channel message: it resolves fromId to its one contact
-// (creating it, with the given names and email, when new) and stores the message, all in one
-// transaction. A repeated messageSid returns the first message with duplicate true and changes nothing.
-// in must have passed Validate.
+// (creating it, with the given names and email, when new), stores the message and reopens the
+// conversation when it is resolved or snoozed, all in one transaction. A repeated messageSid returns the
+// first message with duplicate true and changes nothing. in must have passed Validate.
 func (s *Store) IngestIncoming(ctx context.Context, accountID string, in IncomingInput) (msg *Message, duplicate bool, err error) {
 	m, newContact := newIncoming(accountID, in)
 
 	if !s.IsSQLite() {
-		firstID, dup, err := s.ingestPostgres(ctx, m, newChannelContact(accountID, in.FromID, newContact, m.CreatedAt))
+		firstID, dup, reopened, err := s.ingestPostgres(ctx, m, newChannelContact(accountID, in.FromID, newContact, m.CreatedAt))
 		if err != nil {
 			return nil, false, fmt.Errorf("ingest incoming: %w", err)
 		}
@@ -198,9 +198,11 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 			}
 			return first, true, nil
 		}
-		return m, false, s.created(ctx, m, in.ReactsTo)
+		return m, false, s.created(ctx, m, in.ReactsTo, reopened)
 	}
+	var reopened bool
 	err = s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		reopened = false
 		contact, err := contactForExternalID(ctx, tx, accountID, in.FromID, newContact)
 		if err != nil {
 			return err
@@ -214,9 +216,12 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 			return errDuplicate
 		}
 		if m.CampaignID != nil {
-			return setConversationCampaign(ctx, tx, contact.ID, *m.CampaignID)
+			if err := setConversationCampaign(ctx, tx, contact.ID, *m.CampaignID); err != nil {
+				return err
+			}
 		}
-		return nil
+		reopened, err = reopenConversation(ctx, tx, contact.ID, m.CreatedAt)
+		return err
 	})
 	if errors.Is(err, errDuplicate) {
 		first, err := oneMessage(ctx, s.db.NewSelect().Where("account_id = ? AND external_id = ?", accountID, in.ExternalID))
@@ -228,14 +233,17 @@ func (s *Store) IngestIncoming(ctx context.Context, accountID string, in Incomin
 	if err != nil {
 		return nil, false, fmt.Errorf("ingest incoming: %w", err)
 	}
-	return m, false, s.created(ctx, m, in.ReactsTo)
+	return m, false, s.created(ctx, m, in.ReactsTo, reopened)
 }
 
 // created finishes a stored incoming message: it links a reaction to its message and tells live
-// listeners.
-func (s *Store) created(ctx context.Context, m *Message, reactsTo string) error {
+// listeners, of the conversation it reopened too.
+func (s *Store) created(ctx context.Context, m *Message, reactsTo string, reopened bool) error {
 	err := s.linkReaction(ctx, m, reactsTo)
 	s.emit(ctx, m.AccountID, EventMessageCreated, m)
+	if reopened {
+		s.emitReopened(ctx, m.AccountID, m.ContactID)
+	}
 	return err
 }
 

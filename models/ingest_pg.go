@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // api and a PostgreSQL backend). The function follows contactForExternalID and IngestIncoming step by
 // step; SQLite (standalone mode) runs those, and the behaviour suite runs on both backends.
 
-// ingestFunctionMigration creates ingest_incoming on PostgreSQL; on SQLite it does nothing.
+// ingestFunctionMigration creates ingest_incoming on PostgreSQL; on SQLite it does nothing. (It and the
+// migrations after it create the functions as they were then; ingestReopenMigration adds reopening.)
 func ingestFunctionMigration(db *bun.DB) migrate.Migration {
 	return migrate.Migration{
 		Name: "20261122000006", Comment: "ingest_function",
@@ -27,26 +29,30 @@ func ingestFunctionMigration(db *bun.DB) migrate.Migration {
 	}
 }
 
-// ingestFunctionSQL: errors FC001 (the messageSid is stored already) and FC002 (a concurrent first
+// ingestFunctionTemplate is ingest_incoming; ingestSQL fills in its {{...}} parts (reopening).
+// Errors FC001 (the messageSid is stored already) and FC002 (a concurrent first
 // message created the sender's identity or phone meanwhile) roll the block back to its savepoint; the
 // first answers duplicate, the second starts over and finds the winner's contact, as errDuplicate and
 // errRetry do in the Go version. Each statement of a volatile function sees rows committed before it
 // (READ COMMITTED), which is what makes the retry find them.
-const ingestFunctionSQL = `
+const ingestFunctionTemplate = `
 CREATE OR REPLACE FUNCTION ingest_incoming(
     p_account_id text, p_from_id text, p_address_phone text, p_address_email text,
     p_contact_id text, p_first_name text, p_last_name text, p_email text, p_phone text,
     p_message_id text, p_campaign_id text, p_channel text, p_transport text, p_message_type text,
     p_body text, p_media_url text, p_media_content_type text, p_media_check text,
     p_external_id text, p_to_id text, p_status text, p_bot_status text, p_at timestamptz,
-    OUT message_id text, OUT contact_id text, OUT duplicate boolean)
+    OUT message_id text, OUT contact_id text, OUT duplicate boolean{{reopened_out}})
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     v_contact text;
+    v_new boolean;
+    v_reopened text;
 BEGIN
     FOR attempt IN 1..6 LOOP
         BEGIN
             v_contact := NULL;
+            v_new := false;
             SELECT ci.contact_id INTO v_contact FROM contact_identities ci
              WHERE ci.account_id = p_account_id AND ci.external_id = p_from_id;
             IF v_contact IS NULL THEN
@@ -65,6 +71,7 @@ BEGIN
                     IF v_contact IS NULL THEN
                         RAISE EXCEPTION 'retry' USING ERRCODE = 'FC002';
                     END IF;
+                    v_new := true;
                 END IF;
                 INSERT INTO contact_identities (account_id, external_id, contact_id, created_at)
                 VALUES (p_account_id, p_from_id, v_contact, p_at) ON CONFLICT DO NOTHING;
@@ -85,7 +92,7 @@ BEGIN
             END IF;
             IF p_campaign_id IS NOT NULL THEN
                 UPDATE contacts SET conversation_campaign_id = p_campaign_id WHERE id = v_contact;
-            END IF;
+            END IF;{{reopen}}
             message_id := p_message_id;
             contact_id := v_contact;
             duplicate := false;
@@ -105,7 +112,8 @@ BEGIN
 END
 $fn$`
 
-// ingestBatchFunctionSQL stores several messages in one transaction, so that concurrent requests share
+// ingestBatchFunctionTemplate is ingest_incoming_batch; ingestSQL fills in its {{...}} parts. It
+// stores several messages in one transaction, so that concurrent requests share
 // one round trip and one commit (one WAL flush).
 //
 // It first tries the whole batch set-based: one statement looks up each sender's contact and inserts
@@ -125,9 +133,9 @@ $fn$`
 //     the counts are compared.
 //
 // set_based says which way the batch went.
-const ingestBatchFunctionSQL = `
+const ingestBatchFunctionTemplate = `
 CREATE OR REPLACE FUNCTION ingest_incoming_batch(p_batch jsonb)
-RETURNS TABLE (ord bigint, message_id text, contact_id text, duplicate boolean, set_based boolean)
+RETURNS TABLE (ord bigint, message_id text, contact_id text, duplicate boolean, set_based boolean{{reopened_column}})
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     r record;
@@ -137,6 +145,8 @@ DECLARE
     v_ord bigint[];
     v_messages text[];
     v_contacts text[];
+    v_ats timestamptz[];
+    v_reopened text[];
 BEGIN
     BEGIN
         WITH x AS (
@@ -201,16 +211,17 @@ BEGIN
             AND (SELECT count(*) FROM m) = (SELECT count(*) FROM res),
             (SELECT array_agg(res.n ORDER BY res.n) FROM res),
             (SELECT array_agg(res.message_id ORDER BY res.n) FROM res),
-            (SELECT array_agg(COALESCE(res.known_contact, res.contact_id) ORDER BY res.n) FROM res)
-        INTO v_independent, v_complete, v_ord, v_messages, v_contacts FROM ok;
+            (SELECT array_agg(COALESCE(res.known_contact, res.contact_id) ORDER BY res.n) FROM res),
+            (SELECT array_agg(res.at ORDER BY res.n) FROM res)
+        INTO v_independent, v_complete, v_ord, v_messages, v_contacts, v_ats FROM ok;
         IF v_independent AND NOT v_complete THEN
             RAISE EXCEPTION 'conflict' USING ERRCODE = 'FC003';
         END IF;
     EXCEPTION WHEN SQLSTATE 'FC003' OR foreign_key_violation THEN
         v_independent := false;
     END;
-    IF v_independent THEN
-        RETURN QUERY SELECT u.n, u.m, u.c, false, true FROM unnest(v_ord, v_messages, v_contacts) AS u(n, m, c);
+    IF v_independent THEN{{batch_reopen}}
+        RETURN QUERY SELECT u.n, u.m, u.c, false, true{{batch_reopened}} FROM unnest(v_ord, v_messages, v_contacts) AS u(n, m, c);
         RETURN;
     END IF;
     FOR r IN SELECT * FROM jsonb_to_recordset(p_batch) AS x(
@@ -228,11 +239,48 @@ BEGIN
         message_id := o.message_id;
         contact_id := o.contact_id;
         duplicate := o.duplicate;
-        set_based := false;
+        set_based := false;{{loop_reopened}}
         RETURN NEXT;
     END LOOP;
 END
 $fn$`
+
+// The functions as created before conversations had a status, and as ingestReopenMigration makes
+// them: storing a message reopens its conversation when resolved or snoozed (reopenSQL, the rule
+// reopenConversation runs on SQLite), in the same transaction, and says so in the column reopened.
+var (
+	ingestFunctionSQL            = ingestSQL(ingestFunctionTemplate, false)
+	ingestBatchFunctionSQL       = ingestSQL(ingestBatchFunctionTemplate, false)
+	ingestFunctionReopenSQL      = ingestSQL(ingestFunctionTemplate, true)
+	ingestBatchFunctionReopenSQL = ingestSQL(ingestBatchFunctionTemplate, true)
+)
+
+// ingestSQL fills in a function template without reopening, or with it. A contact the message created
+// is open already; an existing one is reopened by the UPDATE's condition (reopenSQL), which locks only
+// a row it changes. In a set-based batch the contacts are distinct (its independence test), so each
+// row is updated at most once.
+func ingestSQL(template string, reopen bool) string {
+	if !reopen {
+		return strings.NewReplacer("{{reopened_out}}", "", "{{reopened_column}}", "", "{{reopen}}", "", "{{batch_reopen}}", "", "{{batch_reopened}}", "",
+			"{{loop_reopened}}", "").Replace(template)
+	}
+	return strings.NewReplacer(
+		"{{reopened_out}}", ", OUT reopened boolean",
+		"{{reopened_column}}", ", reopened boolean",
+		"{{reopen}}", `
+            reopened := false;
+            IF NOT v_new THEN
+                `+reopenSQL("", "contacts.id = v_contact", "p_at")+` INTO v_reopened;
+                reopened := FOUND;
+            END IF;`,
+		"{{batch_reopen}}", `
+        WITH reo AS (`+reopenSQL("unnest(v_contacts, v_ats) AS x(c, at)", "contacts.id = x.c", "x.at")+`)
+        SELECT array_agg(reo.id) INTO v_reopened FROM reo;`,
+		"{{batch_reopened}}", ", COALESCE(u.c = ANY(v_reopened), false)",
+		"{{loop_reopened}}", `
+        reopened := COALESCE(o.reopened, false);`,
+	).Replace(template)
+}
 
 // ingestBatchSetBasedMigration gives databases migrated before it the set-based ingest_incoming_batch
 // (its result gained a column, so it is dropped first). Down leaves it: the older code reads only the
@@ -256,6 +304,19 @@ func ingestBatchForeignKeyMigration(db *bun.DB) migrate.Migration {
 		Name: "20261201780003", Comment: "ingest_batch_foreign_key_fallback",
 		Up:   postgresOnly(db, ingestBatchFunctionSQL),
 		Down: postgresOnly(db, ""),
+	}
+}
+
+// ingestReopenMigration makes storing a message reopen its conversation (ingestSQL), once the contacts
+// have a conversation status (migration 20261203100001). Both functions gain a result column, so they
+// are dropped first; the older code names the columns it reads and keeps working. Down puts back the
+// functions without it, which read no status column.
+func ingestReopenMigration(db *bun.DB) migrate.Migration {
+	const drop = `DROP FUNCTION IF EXISTS ingest_incoming_batch(jsonb); DROP FUNCTION IF EXISTS ingest_incoming;`
+	return migrate.Migration{
+		Name: "20261203100002", Comment: "ingest_reopens_conversations",
+		Up:   postgresOnly(db, drop+ingestFunctionReopenSQL+";\n"+ingestBatchFunctionReopenSQL),
+		Down: postgresOnly(db, drop+ingestFunctionSQL+";\n"+ingestBatchFunctionSQL),
 	}
 }
 
@@ -312,6 +373,8 @@ type ingestResult struct {
 	Duplicate bool   `bun:"duplicate"`
 	// SetBased says that the message's batch was stored set-based (ingest_incoming_batch).
 	SetBased bool `bun:"set_based"`
+	// Reopened says that storing the message reopened its resolved or snoozed conversation.
+	Reopened bool `bun:"reopened"`
 }
 
 // ingestOne stores one message by itself.
@@ -320,7 +383,7 @@ func (s *Store) ingestOne(ctx context.Context, r ingestRow) (ingestResult, error
 	// moderate load most messages come here, and bun would write all 23 arguments into the SQL text for
 	// PostgreSQL to parse every time.
 	stmt, err := s.prepared(ctx, "ingest_incoming", func() string {
-		return `SELECT message_id, contact_id, duplicate FROM ingest_incoming($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`
+		return `SELECT message_id, contact_id, duplicate, COALESCE(reopened, false) FROM ingest_incoming($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`
 	})
 	var res ingestResult
 	if err == nil {
@@ -328,7 +391,7 @@ func (s *Store) ingestOne(ctx context.Context, r ingestRow) (ingestResult, error
 			r.AccountID, r.FromID, r.AddressPhone, r.AddressEmail, r.ContactID, r.FirstName, r.LastName, r.Email,
 			r.Phone, r.MessageID, r.CampaignID, r.Channel, r.Transport, r.MessageType, r.Body, r.MediaURL,
 			r.MediaContentType, r.MediaCheck, r.ExternalID, r.ToID, r.Status, r.BotStatus, r.At,
-		).Scan(&res.MessageID, &res.ContactID, &res.Duplicate)
+		).Scan(&res.MessageID, &res.ContactID, &res.Duplicate, &res.Reopened)
 	}
 	if err != nil {
 		return res, fmt.Errorf("ingest_incoming: %w", err)
@@ -347,7 +410,7 @@ func (s *Store) ingestBatch(ctx context.Context, rows []ingestRow) ([]ingestResu
 	}
 	// Prepared, so that the batch travels as one parameter instead of a literal PostgreSQL must lex.
 	stmt, err := s.prepared(ctx, "ingest_incoming_batch", func() string {
-		return `SELECT ord, message_id, contact_id, duplicate, set_based FROM ingest_incoming_batch($1::jsonb)`
+		return `SELECT ord, message_id, contact_id, duplicate, set_based, reopened FROM ingest_incoming_batch($1::jsonb)`
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ingest_incoming_batch: %w", err)
@@ -360,7 +423,7 @@ func (s *Store) ingestBatch(ctx context.Context, rows []ingestRow) ([]ingestResu
 	res := make([]ingestResult, 0, len(rows))
 	for found.Next() {
 		var r ingestResult
-		if err := found.Scan(&r.Ord, &r.MessageID, &r.ContactID, &r.Duplicate, &r.SetBased); err != nil {
+		if err := found.Scan(&r.Ord, &r.MessageID, &r.ContactID, &r.Duplicate, &r.SetBased, &r.Reopened); err != nil {
 			return nil, fmt.Errorf("ingest_incoming_batch: %w", err)
 		}
 		res = append(res, r)
@@ -498,15 +561,16 @@ func (b *ingestBatcher) flush(batch []*ingestCall) {
 }
 
 // ingestPostgres stores m (an incoming message whose sender, when new, becomes newContact). It fills
-// m.ContactID, or returns the id of the first message with that messageSid and duplicate true.
-func (s *Store) ingestPostgres(ctx context.Context, m *Message, newContact *Contact) (firstID string, duplicate bool, err error) {
+// m.ContactID, or returns the id of the first message with that messageSid and duplicate true;
+// reopened says that the message reopened its conversation.
+func (s *Store) ingestPostgres(ctx context.Context, m *Message, newContact *Contact) (firstID string, duplicate, reopened bool, err error) {
 	res, err := s.ingest.ingest(ctx, newIngestRow(m, newContact))
 	if err != nil {
-		return "", false, err
+		return "", false, false, err
 	}
 	if res.Duplicate {
-		return res.MessageID, true, nil
+		return res.MessageID, true, false, nil
 	}
 	m.ContactID = res.ContactID
-	return "", false, nil
+	return "", false, res.Reopened, nil
 }

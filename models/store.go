@@ -139,6 +139,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	migrations.Add(accountForeignKeysMigration(s.db))
 	migrations.Add(assigneeForeignKeyMigration(s.db))
 	migrations.Add(ingestBatchForeignKeyMigration(s.db))
+	migrations.Add(ingestReopenMigration(s.db))
 	migrations.Add(contactSearchMigration(s.db))
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {

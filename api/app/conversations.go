@@ -6,8 +6,8 @@ import (
 	"funnelchat/models"
 )
 
-// A conversation's state as the team handles it: read, the bot paused or resumed, alerts resolved,
-// goals reached.
+// A conversation's state as the team handles it: read, its status (open, resolved, snoozed), the bot
+// paused or resumed, alerts resolved, goals reached.
 
 // MarkRead records that the reader (a user's id, or models.ReaderAPI) has read the account's
 // conversation with the contact up to its newest message. Errors: those of models.Store.MarkRead.
@@ -32,4 +32,11 @@ func (a *App) ResolveAlert(ctx context.Context, accountID, alertID, by string) (
 // campaign. Errors: those of models.Store.ReachGoal.
 func (a *App) ReachGoal(ctx context.Context, accountID, contactID string, in models.GoalInput) (g *models.Goal, created bool, err error) {
 	return a.store.ReachGoal(ctx, accountID, contactID, in)
+}
+
+// SetConversationStatus gives the account's conversation with the contact a status: open, resolved, or
+// snoozed until a time; changed says whether it was not that already. Errors: those of
+// models.Store.SetConversationStatus.
+func (a *App) SetConversationStatus(ctx context.Context, accountID, contactID string, in models.ConversationStatusInput) (st *models.ConversationStatus, changed bool, err error) {
+	return a.store.SetConversationStatus(ctx, accountID, contactID, in)
 }

@@ -125,6 +125,8 @@ type listView struct {
 	Filtered bool
 	// Assignee is the list's view: "me", "none" (unassigned) or "" (all); see team_inbox.go.
 	Assignee string
+	// Status is the list's status view: "" (open), "snoozed" or "resolved"; see status.go.
+	Status string
 }
 
 // query is the list's filters, search and view as a query string.
@@ -140,6 +142,9 @@ func (v listView) query() url.Values {
 	}
 	if v.Assignee != "" {
 		q.Set("assignee", v.Assignee)
+	}
+	if v.Status != "" {
+		q.Set("status", v.Status)
 	}
 	return q
 }
@@ -168,6 +173,7 @@ func (h *Handler) conversationsPage(c *fiber.Ctx) error {
 	v.Filtered = v.Unread || v.NeedsHuman || v.Fails || v.Q != ""
 	sess := sessionOf(c)
 	v.Assignee, f.Assignee = assigneeView(c.Query("assignee"), sess.UserID)
+	v.Status, f.Status = statusView(c.Query("status"))
 	if f.Newer, err = newerOf(c); err != nil {
 		return h.inboxNotFound(c)
 	}
@@ -204,6 +210,8 @@ type conversationView struct {
 	// Team is the team's side: the assignee, the notes among the messages, the canned replies
 	// (team_inbox.go).
 	Team teamView
+	// StatusBox is the status controls' snooze choices (status.go); the status is Status.
+	StatusBox statusBox
 }
 
 // conversationPage: GET /inbox/conversations/{contactId} shows the conversation and marks it read for
@@ -235,6 +243,9 @@ func (h *Handler) conversationPage(c *fiber.Ctx) error {
 		return h.inboxFailure(c, err)
 	}
 	if err := h.withTeam(c, &v); err != nil {
+		return h.inboxFailure(c, err)
+	}
+	if err := h.withStatus(c, &v); err != nil {
 		return h.inboxFailure(c, err)
 	}
 	return h.render(c, fiber.StatusOK, "conversation", h.view(c, v.Name, "conversations", v))

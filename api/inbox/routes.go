@@ -85,6 +85,7 @@ func (h *Handler) Mount(in fiber.Router) {
 	page(fiber.MethodPost, "/conversations/:id/consent", h.recordConsent)
 	page(fiber.MethodPost, "/conversations/:id/goal", h.reachGoal)
 	page(fiber.MethodPost, "/conversations/:id/assignee", h.assign)
+	page(fiber.MethodPost, "/conversations/:id/status", h.setStatus)
 	page(fiber.MethodPost, "/conversations/:id/notes", h.addNote)
 	page(fiber.MethodGet, "/contacts", h.contactsPage)
 	page(fiber.MethodGet, "/contacts/:id", h.contactPage)

@@ -125,12 +125,19 @@ func (v listView) Views() []listTab {
 	return tabs
 }
 
-// ClearLink is the list without filters or search, in the same view.
+// ClearLink is the list without filters or search, in the same views.
 func (v listView) ClearLink() string {
-	if v.Assignee == "" {
+	q := url.Values{}
+	if v.Assignee != "" {
+		q.Set("assignee", v.Assignee)
+	}
+	if v.Status != "" {
+		q.Set("status", v.Status)
+	}
+	if len(q) == 0 {
 		return "/inbox/"
 	}
-	return "/inbox/?assignee=" + url.QueryEscape(v.Assignee)
+	return "/inbox/?" + q.Encode()
 }
 
 // EmptyText is what the list says when nothing is in it.
@@ -138,6 +145,10 @@ func (v listView) EmptyText() string {
 	switch {
 	case v.Filtered:
 		return "No conversation matches."
+	case v.Status == viewSnoozed:
+		return "No conversation is snoozed. A snoozed conversation comes back to Open when its time comes, or when the contact writes."
+	case v.Status == viewResolved:
+		return "No conversation is resolved yet."
 	case v.Assignee == viewMine:
 		return "No conversation is assigned to you. Conversations a hand-off gives you, and those you assign to yourself, show here."
 	case v.Assignee == viewUnassigned:

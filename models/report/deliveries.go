@@ -88,8 +88,9 @@ const GaveUpWindow = 7 * 24 * time.Hour
 // reads at most this many entries of messages_given_up_idx, however many deliveries failed.
 const MaxGaveUpCount = 100
 
-// InboxCounts is what waits for a user: conversations with a message the user has not read, the
-// account's open alerts, and its deliveries that gave up within GaveUpWindow (up to MaxGaveUpCount).
+// InboxCounts is what waits for a user: open conversations with a message the user has not read
+// (resolved and snoozed ones wait for nobody), the account's open alerts, and its deliveries that
+// gave up within GaveUpWindow (up to MaxGaveUpCount).
 type InboxCounts struct {
 	Unread     int `json:"unread"`
 	OpenAlerts int `json:"openAlerts"`
@@ -100,8 +101,9 @@ type InboxCounts struct {
 func (r *Reader) Counts(ctx context.Context, accountID, readerID string) (*InboxCounts, error) {
 	out := &InboxCounts{}
 	unread, args := conversationMarkers(accountID, readerID).unread("c.id")
+	open, openArgs := models.ConversationIs(models.ConversationOpen, "c", time.Now().UTC())
 	err := r.db.NewSelect().TableExpr("contacts AS c").ColumnExpr("count(*)").
-		Where("c.account_id = ?", accountID).Where(unread, args...).Scan(ctx, &out.Unread)
+		Where("c.account_id = ?", accountID).Where(open, openArgs...).Where(unread, args...).Scan(ctx, &out.Unread)
 	if err != nil {
 		return nil, fmt.Errorf("counts: %w", err)
 	}

@@ -1,7 +1,8 @@
 // The inbox's only script. Pages work without it; it adds live updates (Server-Sent Events from
 // /inbox/events: the live region of the page, or its other live parts, are fetched again when an
 // event concerns them, and the counts in the navigation), local times, a confirmation on dangerous
-// forms, Ctrl+Enter to send, canned replies on "/" in the reply box and keyboard shortcuts ("?").
+// forms, Ctrl+Enter to send, canned replies on "/" in the reply box and keyboard shortcuts ("?"),
+// Shift+E among them: Resolve the conversation (Reopen when it is resolved).
 (function () {
   'use strict';
   document.documentElement.classList.add('js');
@@ -334,6 +335,13 @@
     if (form) form.requestSubmit();
     else if (kind === 'conversation') say('No open alert on this conversation');
   }
+  // toggleStatus presses the conversation's Resolve button (Reopen when it is resolved).
+  function toggleStatus() {
+    if (kind !== 'conversation') return;
+    var form = document.querySelector('[data-live-part="status"] form.statustoggle');
+    if (form) form.requestSubmit();
+    else say('No conversation to resolve yet: it has no messages');
+  }
   function help() {
     var d = document.getElementById('shortcuts');
     if (d && !d.open && d.showModal) d.showModal();
@@ -357,6 +365,7 @@
       case 'r': compose('reply'); break;
       case 'n': compose('note'); break;
       case 'e': resolveAlert(); break;
+      case 'E': if (!e.shiftKey || kind !== 'conversation') return; toggleStatus(); break;
       case 'u': if (kind === 'conversation') { var s = storedOrder(); location.href = (s && s.href) || '/inbox/'; } else return; break;
       case '?': help(); break;
       default: return;
@@ -553,6 +562,14 @@
   on('contact.assigned', function (data) {
     if (kind === 'list') refresh();
     else if (hasParts && data && data.contactId === contact) refreshParts();
+  });
+  // A status change ({"contactId","status","snoozedUntil"}: this tab's, another's, the API's, or a
+  // reopening) moves the conversation between the list's views, changes the conversation's status
+  // controls, and the unread count, which counts open conversations only.
+  on('conversation.status_changed', function (data) {
+    if (kind === 'list') refresh();
+    else if (hasParts && data && data.contactId === contact) refreshParts();
+    refreshCounts();
   });
   // A consent change ({"id","consent"}) changes the conversation's consent and maybe its reply box.
   on('contact.consent_changed', function (data) {
