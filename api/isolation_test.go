@@ -122,6 +122,7 @@ func seedTenant(t *testing.T, srv *server, hook *sink, name string) *tenant {
 	})
 
 	tn.ids["contacts"] = []string{chatter, member, asker}
+	tn.ids["conversations"] = []string{chatter, asker} // contacts with messages
 	tn.member = member
 	tn.ids["lists"] = []string{list}
 	tn.ids["campaigns"] = []string{campaign}
@@ -181,6 +182,9 @@ type isolationRequest struct {
 var isolationBodies = map[string]func(t *testing.T, caller *tenant) isolationRequest{
 	"PATCH /v1/campaigns/{id}": func(*testing.T, *tenant) isolationRequest {
 		return isolationRequest{body: map[string]any{"name": "Taken over", "openingMessage": "Hi from elsewhere", "goal": "Leak."}}
+	},
+	"PATCH /v1/conversations/{contactId}": func(*testing.T, *tenant) isolationRequest {
+		return isolationRequest{body: map[string]any{"status": "resolved"}}
 	},
 	"PUT /v1/contacts/{id}/bot": func(*testing.T, *tenant) isolationRequest {
 		return isolationRequest{body: map[string]any{"active": true}}
