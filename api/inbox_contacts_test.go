@@ -48,7 +48,7 @@ func TestInboxContactsPages(t *testing.T) {
 			}
 			c := b.get("/inbox/contacts/" + ann)
 			body := html.UnescapeString(c.Body)
-			for _, want := range []string{"Ann Lee", "+14155550143", "ann.lee@example.com", "Spring leads", `href="/inbox/conversations/` + ann + `"`,
+			for _, want := range []string{"Ann Lee", "+14155550143", "ann.lee@example.com", "Spring leads", `href="/inbox/lists/` + list + `"`, `href="/inbox/conversations/` + ann + `"`,
 				`href="/inbox/campaigns/` + campaign + `"`, `<span class="pill s-queued">queued</span>`, "variant " + letter,
 				"asked by phone", "Opted out", `value="Ann"`, `name="csrf_token"`} {
 				if !strings.Contains(body, want) {

@@ -451,6 +451,13 @@ func TestInboxPagesAndIsolation(t *testing.T) {
 		}
 	})
 
+	t.Run("the conversation's name links to the contact's page", func(t *testing.T) {
+		p := b.get("/inbox/conversations/" + contactID)
+		if !strings.Contains(p.Body, `href="/inbox/contacts/`+contactID+`"`) {
+			t.Fatalf("no link to /inbox/contacts/%s:\n%s", contactID, p.Body)
+		}
+	})
+
 	t.Run("another account's conversation, message and alert are 404", func(t *testing.T) {
 		p := b.get("/inbox/conversations/" + otherContactID)
 		if p.Status != http.StatusNotFound || strings.Contains(p.Body, "secret of another account") {
