@@ -107,7 +107,7 @@ func TestBatchedReplyFailsAlone(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(300 * time.Millisecond) // a second reply, if one were coming, would be on its way by now
+	waitDrained(t, mustAccountID(t, key), retryHorizon) // a second reply, if one were coming, would still be in a task
 
 	byRecipient := map[string]int{}
 	for _, d := range hook.deliveries() {
@@ -212,7 +212,7 @@ func TestConcurrentSMSInboundShareABatch(t *testing.T) {
 
 	startWorker(t, "SMS_API_BASE_URL="+twilio.URL)
 	waitFor(t, 30*time.Second, "an SMS reply to every sender", func() bool { return len(twilio.deliveries()) >= len(senders) })
-	time.Sleep(300 * time.Millisecond) // a second reply, if one were coming, would be on its way by now
+	waitDrained(t, mustAccountID(t, key), retryHorizon) // a second reply, if one were coming, would still be in a task
 	to := map[string]int{}
 	for _, d := range twilio.deliveries() {
 		form, _ := url.ParseQuery(string(d.Body))

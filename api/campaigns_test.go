@@ -351,7 +351,7 @@ func TestFollowUpsAndRepliesInTheCampaignsVoice(t *testing.T) {
 
 func TestFollowUpsDueWhilePausedAreSentWhenLiveAtThePacingRate(t *testing.T) {
 	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
-	startWorker(t)
+	worker := startWorker(t)
 	hook := newSink(t, nil)
 	key, _ := messagingAccount(t, srv, hook)
 	// One follow-up about 5.4 s after each opening; one send a second after the first three.
@@ -383,7 +383,24 @@ func TestFollowUpsDueWhilePausedAreSentWhenLiveAtThePacingRate(t *testing.T) {
 		return int(n)
 	}
 	waitFor(t, 20*time.Second, "the four follow-ups to fall due and be held", func() bool { return held() == 4 })
-	time.Sleep(2 * time.Second) // a sweep runs every second in tests: it must not send held follow-ups either
+	// The sweep must not send held follow-ups either. It takes work owed for two of its intervals
+	// (jobs/sweep.go): wait for a sweep that began that long after the last follow-up fell due,
+	// then for what it may have queued to run.
+	var sends []models.CampaignSend
+	if err := env.Store.DB().NewSelect().Model(&sends).Where("campaign_id = ?", campaignID).Scan(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var lastDue time.Time
+	for _, s := range sends {
+		if s.NextFollowUpAt == nil {
+			t.Fatalf("held send %s has no follow-up due", s.ID)
+		}
+		if s.NextFollowUpAt.After(lastDue) {
+			lastDue = *s.NextFollowUpAt
+		}
+	}
+	waitSweepAfter(t, worker, lastDue.Add(2*worker.Config.SweepInterval), "a sweep that takes the held follow-ups for owed")
+	waitDrained(t, mustAccountID(t, key), retryHorizon)
 	if n := len(campaignMessages(t, campaignID)); n != 4 {
 		t.Fatalf("%d campaign messages while paused, want the 4 openings only", n)
 	}

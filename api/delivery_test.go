@@ -185,7 +185,7 @@ func TestDeliveryGivesUpAtOnceOnA4xx(t *testing.T) {
 	if m["status"] != "failed" || m["nextAttemptAt"] != nil || m["attempts"] != 1.0 || !strings.Contains(errorText(m["error"]), "410") {
 		t.Fatalf("after a 410: %v", m)
 	}
-	time.Sleep(1500 * time.Millisecond) // a retry, if one were coming, would have arrived by now
+	waitDrained(t, mustAccountID(t, key), retryHorizon) // a retry, if one were coming, would be waiting in the retry set
 	if n := len(hook.deliveries()); n != 1 {
 		t.Fatalf("the sink got %d requests, want 1 (a 410 is final)", n)
 	}

@@ -431,7 +431,7 @@ func TestInboxAdminDeliveries(t *testing.T) {
 		}
 		adminMovedOnce(t, acc.ID, before)
 		waitFor(t, deliveryWait, "the 20 messages sent", func() bool { return len(hook.deliveries()) == 60*2+20*2 })
-		time.Sleep(300 * time.Millisecond) // nothing more arrives
+		waitDrained(t, acc.ID, retryHorizon) // a further delivery would still be in a task
 		perMessage := map[string]int{}
 		for _, d := range hook.deliveries() {
 			perMessage[d.Header.Get("webhook-id")]++

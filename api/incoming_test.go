@@ -233,7 +233,7 @@ func TestRepeatedMessageSidIsProcessedOnce(t *testing.T) {
 		t.Fatalf("%d messages stored (err %v)", count, err)
 	}
 	waitFor(t, 10*time.Second, "one reply", func() bool { return len(hook.deliveries()) >= 1 })
-	time.Sleep(time.Second) // a second reply, if one were coming, would arrive by now
+	waitDrained(t, mustAccountID(t, key), retryHorizon) // a second reply, if one were coming, would still be in a task
 	if got := len(hook.deliveries()); got != 1 {
 		t.Fatalf("%d replies delivered, want 1", got)
 	}

@@ -345,7 +345,7 @@ func TestMessengerInboundBatchesRepliesAndReactions(t *testing.T) {
 	t.Run("a redelivered batch stores nothing twice", func(t *testing.T) {
 		before, calls := messageCount(t, accountID), len(graph.calls())
 		expect(t, postMeta(t, srv, "messenger", batch, secret), http.StatusOK, "")
-		time.Sleep(500 * time.Millisecond) // room for a wrongly queued reply to show up
+		waitDrained(t, accountID, retryHorizon) // a wrongly queued reply would still be in a task
 		if after := messageCount(t, accountID); after != before {
 			t.Fatalf("redelivery stored %d more messages", after-before)
 		}

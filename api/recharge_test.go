@@ -154,7 +154,7 @@ func TestChargedRepliesNeverOutrunTheBalance(t *testing.T) {
 		return done, failed
 	}
 	waitFor(t, 20*time.Second, "every message answered or refused", func() bool { d, f := settled(); return d+f == burst })
-	time.Sleep(500 * time.Millisecond) // a reply beyond the balance, if one were on its way, would arrive by now
+	waitDrained(t, mustAccountID(t, subKey), retryHorizon) // a reply beyond the balance, if one were on its way, would still be in a task
 	if done, failed := settled(); done != 3 || failed != burst-3 {
 		t.Fatalf("%d answered and %d refused of %d, want 3 answered (the balance) and the rest refused", done, failed, burst)
 	}

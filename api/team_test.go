@@ -193,7 +193,7 @@ func TestTeamReplyAuthor(t *testing.T) {
 // pass by moving the alert's and the pause's times back, never by waiting.
 func TestHandoffMessageEscalationAndResume(t *testing.T) {
 	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
-	startWorker(t) // SWEEP_INTERVAL=1s
+	worker := startWorker(t) // SWEEP_INTERVAL=1s
 	replies, alerts := newSink(t, nil), newSink(t, nil)
 	key, _ := messagingAccount(t, srv, replies)
 	expect(t, do(t, "PUT", srv.URL+"/v1/settings/alert_webhook", key, map[string]any{"url": alerts.URL + "/alerts"}), http.StatusOK, "")
@@ -235,7 +235,9 @@ func TestHandoffMessageEscalationAndResume(t *testing.T) {
 	if len(list) != 1 || list[0].(map[string]any)["escalatedAt"] == nil || list[0].(map[string]any)["resolvedAt"] != nil {
 		t.Fatalf("alerts after the escalation: %v", list)
 	}
-	time.Sleep(2500 * time.Millisecond) // two more sweeps: still escalated once
+	// Two more sweeps, and the alert calls they might have queued: still escalated once.
+	waitSweeps(t, worker, 2)
+	waitDrained(t, mustAccountID(t, key), retryHorizon)
 	if n := len(alerts.deliveries()); n != 2 {
 		t.Fatalf("%d alert webhook calls, want 2", n)
 	}

@@ -16,7 +16,8 @@ const sweepBatch = 1000
 // was down, or lost when Redis restarted empty. Task ids are deterministic (and a bot reply's batch is
 // looked up), so work that still has its task is not enqueued twice.
 func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
-	cutoff := time.Now().UTC().Add(-2 * h.Config.SweepInterval)
+	began := time.Now()
+	cutoff := began.UTC().Add(-2 * h.Config.SweepInterval)
 	due, err := h.Store.DueWork(ctx, cutoff, sweepBatch)
 	if err != nil {
 		return err
@@ -90,7 +91,30 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 	if n := len(due.BotReplies) + len(due.Deliveries) + len(due.Alerts) + len(due.Openings) + len(due.FollowUps) + len(due.MediaChecks); n > 0 {
 		h.Log.InfoContext(ctx, "sweep: owed work found; enqueued where no task held it", "bot_replies", len(due.BotReplies), "deliveries", len(due.Deliveries), "alerts", len(due.Alerts), "media_checks", len(due.MediaChecks))
 	}
+	h.sweptAt(began)
 	return nil
+}
+
+// sweptAt records that the sweep that began at began ran to its end (LastSweep). Sweeps of one
+// process may overlap, so the latest beginning is kept, whichever ends last.
+func (h *Handler) sweptAt(began time.Time) {
+	for ns := began.UnixNano(); ; {
+		prev := h.swept.Load()
+		if prev >= ns || h.swept.CompareAndSwap(prev, ns) {
+			return
+		}
+	}
+}
+
+// LastSweep is when the latest sweep of this process that ran to its end began (the zero time before
+// one has): its checks all ran after that moment, and it took for owed the work due 2 × SWEEP_INTERVAL
+// before it. It lets a test wait for a sweep that began after some moment instead of sleeping through
+// intervals; the process itself never reads it, and it costs one atomic store per sweep.
+func (h *Handler) LastSweep() time.Time {
+	if ns := h.swept.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // escalateAndResume escalates the alerts that waited too long for a team reply (their webhook call is

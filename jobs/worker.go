@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -52,6 +53,8 @@ type Handler struct {
 	BotRetryDelays []time.Duration
 	// slots bounds the work of the process (bot_batch.go); NewWorker sets it.
 	slots workSlots
+	// swept is when the latest complete sweep began (sweep.go, LastSweep).
+	swept atomic.Int64
 }
 
 // NewHandler builds the handlers' dependencies from the configuration: the bot (an LLM or the
