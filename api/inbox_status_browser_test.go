@@ -115,6 +115,9 @@ func TestInboxBrowserConversationStatus(t *testing.T) {
 		conv.waitLive()
 		conv.press("E")
 		conv.waitFor(liveWait, "the reopened conversation", `document.querySelector('[data-live-part="status"] .pill').textContent.trim() === 'Open'`)
+		// The key submits the status form: the page that answers must have its script running before the
+		// next key is pressed.
+		conv.waitLive()
 		list.waitFor(liveWait, "Ana's row leaving the Resolved view", `!document.querySelector('[data-live="list"] .conv')`)
 		list.stillSamePage()
 		watch.waitFor(liveWait, "the other tab showing Open", `document.querySelector('[data-live-part="status"] .pill').textContent.trim() === 'Open'`)
@@ -129,11 +132,13 @@ func TestInboxBrowserConversationStatus(t *testing.T) {
 		conv.waitFor(liveWait, "the help closed", `!document.getElementById('shortcuts').open`)
 		conv.press("E")
 		conv.waitFor(liveWait, "the conversation resolved by the key", `document.querySelector('[data-live-part="status"] .pill').textContent.trim() === 'Resolved'`)
+		conv.waitLive()
 		list.waitFor(liveWait, "Ana's row back in the Resolved view", `[...document.querySelectorAll('[data-live="list"] .conv')].some(c => c.dataset.contact === '`+ana.ContactID+`')`)
 		list.stillSamePage()
 		// Reopened again for what follows.
 		conv.press("E")
 		conv.waitFor(liveWait, "the conversation open again", `document.querySelector('[data-live-part="status"] .pill').textContent.trim() === 'Open'`)
+		conv.waitLive()
 	})
 
 	t.Run("Snooze until tomorrow 9:00 in the account's time zone", func(t *testing.T) {
