@@ -30,20 +30,7 @@ func statusView(q string) (view, filter string) {
 
 // StatusViews are the list's Open / Snoozed / Resolved links, each keeping the other filters.
 func (v listView) StatusViews() []listTab {
-	tabs := []listTab{{Label: "Open"}, {Label: "Snoozed"}, {Label: "Resolved"}}
-	for i, view := range []string{"", viewSnoozed, viewResolved} {
-		q := v.query()
-		q.Del("status")
-		if view != "" {
-			q.Set("status", view)
-		}
-		tabs[i].Href = "/inbox/"
-		if len(q) > 0 {
-			tabs[i].Href += "?" + q.Encode()
-		}
-		tabs[i].Current = v.Status == view
-	}
-	return tabs
+	return v.tabs("status", v.Status, []string{"", viewSnoozed, viewResolved}, "Open", "Snoozed", "Resolved")
 }
 
 // snoozeChoice is one of the Snooze menu's choices: its form value, its label, and when it ends.

@@ -109,18 +109,23 @@ type listTab struct {
 
 // Views are the list's Mine / Unassigned / All links.
 func (v listView) Views() []listTab {
-	tabs := []listTab{{Label: "Mine"}, {Label: "Unassigned"}, {Label: "All"}}
-	for i, view := range []string{viewMine, viewUnassigned, ""} {
+	return v.tabs("assignee", v.Assignee, []string{viewMine, viewUnassigned, ""}, "Mine", "Unassigned", "All")
+}
+
+// tabs are links to the list in each of a view's values (param=value; "" leaves param out), each
+// keeping the list's other filters, labelled in order; the one equal to current is Current.
+func (v listView) tabs(param, current string, values []string, labels ...string) []listTab {
+	tabs := make([]listTab, len(values))
+	for i, value := range values {
 		q := v.query()
-		q.Del("assignee")
-		if view != "" {
-			q.Set("assignee", view)
+		q.Del(param)
+		if value != "" {
+			q.Set(param, value)
 		}
-		tabs[i].Href = "/inbox/"
+		tabs[i] = listTab{Label: labels[i], Href: "/inbox/", Current: current == value}
 		if len(q) > 0 {
 			tabs[i].Href += "?" + q.Encode()
 		}
-		tabs[i].Current = v.Assignee == view
 	}
 	return tabs
 }
