@@ -49,7 +49,35 @@ func conversationIs(status, alias, at string) string {
 	case ConversationSnoozed:
 		return "(" + c + "conversation_status = 'snoozed' AND " + c + "snoozed_until > " + at + ")"
 	}
-	return "(" + c + "conversation_status = 'open' OR (" + c + "conversation_status = 'snoozed' AND " + c + "snoozed_until <= " + at + "))"
+	return "(" + strings.Join(openRanges(alias, at), " OR ") + ")"
+}
+
+// openRanges are the two parts of the open status, each a range of an index on (..., conversation_status,
+// ...): the stored "open", and the snoozes whose time has come.
+func openRanges(alias, at string) []string {
+	c := alias + "."
+	return []string{c + "conversation_status = 'open'", "(" + c + "conversation_status = 'snoozed' AND " + c + "snoozed_until <= " + at + ")"}
+}
+
+// ConversationRanges is ConversationIs cut into conditions whose union it is, each one range of an index
+// that leads with the conversation status (the conversation list reads each range in order and merges
+// them): two for open, one for the others.
+func ConversationRanges(status, alias string, at time.Time) []Cond {
+	parts := []string{conversationIs(status, alias, "?")}
+	if status == ConversationOpen {
+		parts = openRanges(alias, "?")
+	}
+	out := make([]Cond, len(parts))
+	for i, p := range parts {
+		out[i] = Cond{Expr: p, Args: timeArgs(p, at)}
+	}
+	return out
+}
+
+// Cond is an SQL condition with its arguments.
+type Cond struct {
+	Expr string
+	Args []any
 }
 
 // ConversationIs is the condition, with its arguments, that the conversation of the contacts row alias

@@ -58,10 +58,18 @@ type Store struct {
 	secrets *Secrets
 }
 
+// pgReadBuffer is the size of each connection's read buffer, which must hold the server's longest
+// message (see OpenPostgres).
+const pgReadBuffer = 64 << 10
+
 // OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker
 // process; poolSize <= 0 keeps the default.
 func OpenPostgres(url string, poolSize int) (*Store, error) {
-	sqldb := sql.OpenDB(pgConnector{pgdriver.NewConnector(pgdriver.WithDSN(url))})
+	// The driver reads each message of the server whole into its buffer: an error raised inside a
+	// trigger that one of the ingest's functions fired carries both statements' text in its CONTEXT,
+	// past the driver's default 4 KiB, and was read as "bufio: buffer full" (so a deadlock was not
+	// retried as one). 64 KiB a connection holds any of ours.
+	sqldb := sql.OpenDB(pgConnector{pgdriver.NewConnector(pgdriver.WithDSN(url), pgdriver.WithBufferSize(pgReadBuffer))})
 	if poolSize > 0 {
 		sqldb.SetMaxOpenConns(poolSize)
 		sqldb.SetMaxIdleConns(poolSize)
@@ -141,6 +149,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	migrations.Add(ingestBatchForeignKeyMigration(s.db))
 	migrations.Add(ingestReopenMigration(s.db))
 	migrations.Add(contactSearchMigration(s.db))
+	migrations.Add(conversationTableMigration(s.db))
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -91,13 +90,6 @@ func (r *Reader) Conversations(ctx context.Context, accountID, readerID string, 
 	// One time for the whole read: a snooze that ends meanwhile ends for the filter and the rows alike.
 	at := time.Now().UTC()
 	err := r.store.ReadSnapshot(ctx, func(ctx context.Context, db bun.IDB) error {
-		if !r.isSQLite() && f.byStatus() {
-			// The status check per row triples the walk's estimated cost, past jit_above_cost:
-			// PostgreSQL's JIT then compiled for 7-9 ms a page it reads in 1-2 ms (docs/performance.md).
-			if _, err := db.ExecContext(ctx, "SET LOCAL jit = off"); err != nil {
-				return err
-			}
-		}
 		var err error
 		list, next, err = r.conversations(ctx, db, accountID, readerID, f, page, at)
 		return err
@@ -106,62 +98,34 @@ func (r *Reader) Conversations(ctx context.Context, accountID, readerID string, 
 }
 
 func (r *Reader) conversations(ctx context.Context, db bun.IDB, accountID, readerID string, f ConversationFilter, page models.Page, at time.Time) ([]Conversation, string, error) {
-	mk := conversationMarkers(accountID, readerID)
-	var q *bun.SelectQuery
-	if f.NeedsHuman == nil || !*f.NeedsHuman {
-		if f.Failed == nil || !*f.Failed {
-			// Most conversations are unassigned: walking the messages finds them fastest, unless the
-			// status asked for is rare (walkForStatus).
-			walk := strings.TrimSpace(f.Query) == "" && (f.Assignee == "" || f.Assignee == AssigneeNone)
-			if walk && f.byStatus() {
-				var err error
-				if walk, err = walkForStatus(ctx, db, accountID, f.Status); err != nil {
-					return nil, "", fmt.Errorf("conversations: %w", err)
-				}
-			}
-			if walk {
-				q = conversationsByMessages(db, accountID)
-				if f.byStatus() {
-					// Checked per row on the contact's primary key, as the walk meets it: a scalar
-					// subquery, which PostgreSQL runs per row. As an EXISTS it was planned as a join from
-					// every open contact, sorted at the end (245 ms instead of 1 ms at 20,000 contacts).
-					cond, args := models.ConversationIs(f.Status, "sc", at)
-					q = q.Where("(SELECT "+cond+" FROM contacts AS sc WHERE sc.id = m.contact_id)", args...)
-				}
-			}
-		}
+	// Each status is one or two ranges of an index of the conversations table (models/conversation_table.go);
+	// each range is read in the list's order up to a page, and two are merged.
+	ranges := []models.Cond{{}}
+	if f.byStatus() {
+		ranges = models.ConversationRanges(f.Status, "cv", at)
 	}
-	// col is the contact id and last the latest message id of a row, as each query names them
-	// (PostgreSQL does not let WHERE use an output column's alias).
-	col, last := "m.contact_id", "m.id"
-	if q == nil {
-		q = conversationsByContacts(db, accountID, f, at)
-		col, last = "x.cid", "x.last_id"
+	order := "DESC"
+	if f.Newer != "" {
+		order = "ASC"
 	}
-	switch {
-	case f.Newer != "":
-		q = q.Where(last+" > ?", f.Newer).OrderExpr(last + " ASC").Limit(int64(page.Limit) + 1)
-	default:
-		q = q.OrderExpr(last + " DESC").Limit(int64(page.Limit) + 1)
-		if page.Cursor != "" {
-			q = q.Where(last+" < ?", page.Cursor)
+	limit := int64(page.Limit) + 1
+	one := func(rg models.Cond) *bun.SelectQuery {
+		q := db.NewSelect().TableExpr("conversations AS cv").ColumnExpr("cv.last_message_id").Where("cv.account_id = ?", accountID)
+		if rg.Expr != "" {
+			q = q.Where(rg.Expr, rg.Args...)
 		}
+		switch {
+		case f.Newer != "":
+			q = q.Where("cv.last_message_id > ?", f.Newer)
+		case page.Cursor != "":
+			q = q.Where("cv.last_message_id < ?", page.Cursor)
+		}
+		return filterConversations(q, db, accountID, readerID, f).OrderExpr("cv.last_message_id " + order).Limit(limit)
 	}
-	for _, m := range []struct {
-		want *bool
-		expr func(string) (string, []any)
-	}{{f.Unread, mk.unread}, {f.NeedsHuman, mk.needsHuman}, {f.Failed, mk.failed}} {
-		if m.want == nil {
-			continue
-		}
-		expr, args := m.expr(col)
-		if !*m.want {
-			expr = "NOT " + expr
-		}
-		q = q.Where(expr, args...)
-	}
-	if f.Assignee == AssigneeNone {
-		q = q.Where("(SELECT ac.assignee_id FROM contacts AS ac WHERE ac.id = " + col + ") IS NULL")
+	q := one(ranges[0])
+	if len(ranges) == 2 {
+		q = db.NewSelect().TableExpr("(SELECT * FROM (?) AS r0 UNION ALL SELECT * FROM (?) AS r1) AS x", q, one(ranges[1])).
+			ColumnExpr("x.last_message_id").OrderExpr("x.last_message_id " + order).Limit(limit)
 	}
 	var ids []string
 	if err := q.Scan(ctx, &ids); err != nil {
@@ -173,6 +137,37 @@ func (r *Reader) conversations(ctx context.Context, db bun.IDB, accountID, reade
 	}
 	out, err := r.conversationRows(ctx, db, accountID, readerID, ids, at)
 	return out, next, err
+}
+
+// filterConversations adds f's markers, assignee and search to a query of the conversations table (alias
+// cv).
+func filterConversations(q *bun.SelectQuery, db bun.IDB, accountID, readerID string, f ConversationFilter) *bun.SelectQuery {
+	mk := conversationMarkers(accountID, readerID)
+	for _, m := range []struct {
+		want *bool
+		expr func(string) (string, []any)
+	}{{f.Unread, mk.unread}, {f.NeedsHuman, mk.needsHuman}, {f.Failed, mk.failed}} {
+		if m.want == nil {
+			continue
+		}
+		expr, args := m.expr("cv")
+		if !*m.want {
+			expr = "NOT " + expr
+		}
+		q = q.Where(expr, args...)
+	}
+	switch f.Assignee {
+	case "":
+	case AssigneeNone:
+		q = q.Where("cv.assignee_id IS NULL")
+	default:
+		q = q.Where("cv.assignee_id = ?", f.Assignee)
+	}
+	// The search is the contact search's (contact_search.go), one rule for every list.
+	if match, args := contactMatches(db, accountID, f.Query, nil); match != "" {
+		q = q.Where("cv.contact_id IN ("+match+")", args...)
+	}
+	return q
 }
 
 // conversationRows reads the conversations whose latest messages are ids, in their order (newest
@@ -188,10 +183,11 @@ func (r *Reader) conversationRows(ctx context.Context, db bun.IDB, accountID, re
 		SenderID       string `bun:"sender_id"`
 	}
 	var rows []row
-	unread, unreadArgs := mk.unread("m.contact_id")
-	needsHuman, needsHumanArgs := mk.needsHuman("m.contact_id")
-	failed, failedArgs := mk.failed("m.contact_id")
-	err := db.NewSelect().Model(&rows).ModelTableExpr("messages AS m").ColumnExpr(r.store.ColumnsOf((*models.Message)(nil), "m")).
+	unread, unreadArgs := mk.unread("cv")
+	needsHuman, needsHumanArgs := mk.needsHuman("cv")
+	failed, failedArgs := mk.failed("cv")
+	err := db.NewSelect().Model(&rows).ModelTableExpr("messages AS m JOIN conversations AS cv ON cv.contact_id = m.contact_id").
+		ColumnExpr(r.store.ColumnsOf((*models.Message)(nil), "m")).
 		ColumnExpr(unread+" AS unread", unreadArgs...).
 		ColumnExpr(needsHuman+" AS needs_human", needsHumanArgs...).
 		ColumnExpr(failed+" AS failed", failedArgs...).
@@ -256,8 +252,8 @@ func (r *Reader) Conversation(ctx context.Context, accountID, readerID, contactI
 	var out []Conversation
 	err := r.store.ReadSnapshot(ctx, func(ctx context.Context, db bun.IDB) error {
 		var last sql.NullString
-		err := db.NewSelect().TableExpr("contacts AS c").ColumnExpr("(SELECT MAX(l.id) FROM messages AS l WHERE l.contact_id = c.id)").
-			Where("c.id = ? AND c.account_id = ?", contactID, accountID).Scan(ctx, &last)
+		err := db.NewSelect().TableExpr("conversations AS cv").ColumnExpr("cv.last_message_id").
+			Where("cv.contact_id = ? AND cv.account_id = ?", contactID, accountID).Scan(ctx, &last)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation: %w", err)
 		}
@@ -276,91 +272,24 @@ func (r *Reader) Conversation(ctx context.Context, accountID, readerID, contactI
 	return &out[0], nil
 }
 
-// fewStatus is how many resolved (or snoozed) conversations are few enough to be listed through
-// contacts_conversation_status_idx: each costs the list a look-up of its latest message, while the
-// walk costs about the share of conversations it skips (BenchmarkConversationList, 200,000
-// conversations: for 2,000 resolved the walk's median was 171 ms, the index's query 16 ms; for 6,000
-// snoozed the walk's query took 22 to 42 ms, the index's 56 ms). docs/performance.md has the runs.
-var fewStatus = 5000
-
-// walkForStatus says whether the list of one status walks the messages (open conversations, and a
-// status the account has many of, which the walk meets soon) or goes through the contacts with that
-// status (a status the account has few of, fewer than fewStatus: the walk would read the whole history
-// to find them, as in an account that has resolved nothing yet). The count stops at fewStatus and reads
-// only the partial index.
-func walkForStatus(ctx context.Context, db bun.IDB, accountID, status string) (bool, error) {
-	if status == models.ConversationOpen {
-		return true, nil
-	}
-	var n int
-	err := db.NewSelect().TableExpr("(?) AS p", db.NewSelect().TableExpr("contacts AS c").ColumnExpr("1").
-		Where("c.account_id = ? AND c.conversation_status = ?", accountID, status).Limit(int64(fewStatus))).
-		ColumnExpr("count(*)").Scan(ctx, &n)
-	return n >= fewStatus, err
-}
-
-// conversationsByMessages selects the latest message id (last_id) of each conversation by walking the
-// account's messages newest first (messages_account_idx) and keeping those that are their contact's
-// latest (messages_contact_idx answers that per row): a page costs about as many rows as it shows, as
-// long as the filters keep most conversations (no filter, or unread).
-func conversationsByMessages(db bun.IDB, accountID string) *bun.SelectQuery {
-	return db.NewSelect().TableExpr("messages AS m").ColumnExpr("m.id AS last_id").
-		Where("m.account_id = ?", accountID).
-		Where("m.id = (SELECT MAX(l.id) FROM messages AS l WHERE l.contact_id = m.contact_id)")
-}
-
-// conversationsByContacts selects the latest message id (last_id) of each conversation among the
-// contacts a selective filter names (needs a human, failed, snoozed, or a search), found through their
-// own small indexes; walking every message would read the whole history when few conversations match.
-func conversationsByContacts(db bun.IDB, accountID string, f ConversationFilter, at time.Time) *bun.SelectQuery {
-	c := db.NewSelect().TableExpr("contacts AS c").
-		ColumnExpr("c.id AS cid").
-		ColumnExpr("(SELECT MAX(l.id) FROM messages AS l WHERE l.contact_id = c.id) AS last_id").
-		Where("c.account_id = ?", accountID)
-	if f.NeedsHuman != nil && *f.NeedsHuman {
-		c = c.Where(`c.id IN (SELECT a.contact_id FROM alerts AS a WHERE a.account_id = ? AND a.resolved_at IS NULL
-			UNION SELECT p.id FROM contacts AS p WHERE p.account_id = ? AND p.bot_paused)`, accountID, accountID)
-	}
-	if f.Failed != nil && *f.Failed {
-		c = c.Where(`c.id IN (SELECT fm.contact_id FROM messages AS fm
-			WHERE fm.account_id = ? AND fm.direction = 'outgoing' AND fm.status = 'failed')`, accountID)
-	}
-	if f.Assignee != "" && f.Assignee != AssigneeNone {
-		c = c.Where("c.assignee_id = ?", f.Assignee)
-	}
-	if f.byStatus() {
-		// contacts_conversation_status_idx serves snoozed and resolved.
-		cond, args := models.ConversationIs(f.Status, "c", at)
-		c = c.Where(cond, args...)
-	}
-	// The search is the contact search's (contact_search.go), one rule for every list.
-	if match, args := contactMatches(db, accountID, f.Query, nil); match != "" {
-		c = c.Where("c.id IN ("+match+")", args...)
-	}
-	return db.NewSelect().TableExpr("(?) AS x", c).ColumnExpr("x.last_id").Where("x.last_id IS NOT NULL")
-}
-
-// conversationMarkerSet holds the SQL conditions of the list's markers for a contact id column, as
+// conversationMarkerSet holds the SQL conditions of the list's markers for a conversations row alias, as
 // the reader sees them.
 type conversationMarkerSet struct {
-	unread, needsHuman, failed func(col string) (string, []any)
+	unread, needsHuman, failed func(cv string) (string, []any)
 }
 
 func conversationMarkers(accountID, readerID string) conversationMarkerSet {
 	return conversationMarkerSet{
-		unread: func(col string) (string, []any) {
-			return `EXISTS (SELECT 1 FROM messages AS u WHERE u.contact_id = ` + col + ` AND u.direction = 'incoming'
-				AND u.id > COALESCE((SELECT r.last_read_id FROM conversation_reads AS r
-					WHERE r.account_id = ? AND r.reader_id = ? AND r.contact_id = ` + col + `), ''))`, []any{accountID, readerID}
+		// An incoming message newer than what the reader read (nothing read: any incoming message).
+		unread: func(cv string) (string, []any) {
+			return `COALESCE(` + cv + `.last_incoming_id, '') > COALESCE((SELECT r.last_read_id FROM conversation_reads AS r
+					WHERE r.account_id = ? AND r.reader_id = ? AND r.contact_id = ` + cv + `.contact_id), '')`, []any{accountID, readerID}
 		},
-		needsHuman: func(col string) (string, []any) {
-			return `(EXISTS (SELECT 1 FROM alerts AS a WHERE a.account_id = ? AND a.contact_id = ` + col + ` AND a.resolved_at IS NULL)
-				OR EXISTS (SELECT 1 FROM contacts AS bc WHERE bc.id = ` + col + ` AND bc.bot_paused))`, []any{accountID}
+		needsHuman: func(cv string) (string, []any) {
+			return `(EXISTS (SELECT 1 FROM alerts AS a WHERE a.account_id = ? AND a.contact_id = ` + cv + `.contact_id AND a.resolved_at IS NULL)
+				OR EXISTS (SELECT 1 FROM contacts AS bc WHERE bc.id = ` + cv + `.contact_id AND bc.bot_paused))`, []any{accountID}
 		},
-		failed: func(col string) (string, []any) {
-			return `EXISTS (SELECT 1 FROM messages AS f WHERE f.account_id = ? AND f.contact_id = ` + col + `
-				AND f.direction = 'outgoing' AND f.status = 'failed')`, []any{accountID}
-		},
+		failed: func(cv string) (string, []any) { return "(" + cv + ".failed > 0)", nil },
 	}
 }
 

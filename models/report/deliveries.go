@@ -100,10 +100,10 @@ type InboxCounts struct {
 // Counts returns what waits for the reader (an inbox user) in the account.
 func (r *Reader) Counts(ctx context.Context, accountID, readerID string) (*InboxCounts, error) {
 	out := &InboxCounts{}
-	unread, args := conversationMarkers(accountID, readerID).unread("c.id")
-	open, openArgs := models.ConversationIs(models.ConversationOpen, "c", time.Now().UTC())
-	err := r.db.NewSelect().TableExpr("contacts AS c").ColumnExpr("count(*)").
-		Where("c.account_id = ?", accountID).Where(open, openArgs...).Where(unread, args...).Scan(ctx, &out.Unread)
+	unread, args := conversationMarkers(accountID, readerID).unread("cv")
+	open, openArgs := models.ConversationIs(models.ConversationOpen, "cv", time.Now().UTC())
+	err := r.db.NewSelect().TableExpr("conversations AS cv").ColumnExpr("count(*)").
+		Where("cv.account_id = ?", accountID).Where(open, openArgs...).Where(unread, args...).Scan(ctx, &out.Unread)
 	if err != nil {
 		return nil, fmt.Errorf("counts: %w", err)
 	}

@@ -32,3 +32,6 @@ func orEmpty(p *string) string {
 	}
 	return *p
 }
+
+// DB is the database the reader reads (for the tests' checks of what the triggers keep).
+func (r *Reader) DB() *bun.DB { return r.db }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"funnelchat/models"
 	"funnelchat/models/report"
 )
@@ -180,6 +182,7 @@ func Exec(t testing.TB, s *models.Store, query string, args ...any) {
 // readerID sees it through r.
 func Conversations(t testing.TB, r *report.Reader, accountID, readerID string, f report.ConversationFilter) []report.Conversation {
 	t.Helper()
+	CheckConversationTable(t, r.DB(), accountID)
 	convs, next, err := r.Conversations(context.Background(), accountID, readerID, f, models.Page{Limit: models.MaxPageLimit})
 	if err != nil {
 		t.Fatalf("Conversations(%+v): %v", f, err)
@@ -220,4 +223,52 @@ func Str(p *string) string {
 		return "<nil>"
 	}
 	return *p
+}
+
+// conversationRow is a row of the conversations table (models/conversation_table.go), or what it
+// should be.
+type conversationRow struct {
+	ContactID      string     `bun:"contact_id"`
+	LastMessageID  string     `bun:"last_message_id"`
+	LastIncomingID *string    `bun:"last_incoming_id"`
+	Failed         int        `bun:"failed"`
+	Status         string     `bun:"conversation_status"`
+	SnoozedUntil   *time.Time `bun:"snoozed_until"`
+	AssigneeID     *string    `bun:"assignee_id"`
+}
+
+// CheckConversationTable fails the test unless the account's rows of the conversations table, which
+// database triggers keep, are what the messages and contacts say: one per contact with messages, with
+// its latest message and incoming message, its failed outgoing messages counted, and the contact's
+// status and assignee.
+func CheckConversationTable(t testing.TB, db bun.IDB, accountID string) {
+	t.Helper()
+	ctx := context.Background()
+	var got, want []conversationRow
+	if err := db.NewSelect().TableExpr("conversations").
+		Column("contact_id", "last_message_id", "last_incoming_id", "failed", "conversation_status", "snoozed_until", "assignee_id").
+		Where("account_id = ?", accountID).Order("contact_id").Scan(ctx, &got); err != nil {
+		t.Fatalf("conversations table: %v", err)
+	}
+	if err := db.NewRaw(`
+SELECT c.id AS contact_id, m.last_id AS last_message_id, m.last_in AS last_incoming_id, m.failed,
+       c.conversation_status, c.snoozed_until, c.assignee_id
+FROM (SELECT contact_id, MAX(id) AS last_id, MAX(CASE WHEN direction = 'incoming' THEN id END) AS last_in,
+             SUM(CASE WHEN direction = 'outgoing' AND status = 'failed' THEN 1 ELSE 0 END) AS failed
+      FROM messages WHERE account_id = ? GROUP BY contact_id) AS m
+JOIN contacts AS c ON c.id = m.contact_id
+ORDER BY c.id`, accountID).Scan(ctx, &want); err != nil {
+		t.Fatalf("conversations from the messages: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("conversations table: %d rows, the messages make %d conversations", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.ContactID != w.ContactID || g.LastMessageID != w.LastMessageID || Str(g.LastIncomingID) != Str(w.LastIncomingID) ||
+			g.Failed != w.Failed || g.Status != w.Status || Str(g.AssigneeID) != Str(w.AssigneeID) ||
+			(g.SnoozedUntil == nil) != (w.SnoozedUntil == nil) || (g.SnoozedUntil != nil && !g.SnoozedUntil.Equal(*w.SnoozedUntil)) {
+			t.Errorf("conversations table row %+v; the messages and contact say %+v", g, w)
+		}
+	}
 }
