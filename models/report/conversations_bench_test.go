@@ -140,7 +140,8 @@ type queryLog struct {
 func (l *queryLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
 
 func (l *queryLog) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	if !l.on.Load() || !strings.HasPrefix(strings.TrimSpace(e.Query), "SELECT") {
+	q := strings.TrimSpace(e.Query)
+	if !l.on.Load() || !(strings.HasPrefix(q, "SELECT") || strings.HasPrefix(q, "WITH")) {
 		return
 	}
 	l.mu.Lock()
@@ -153,9 +154,14 @@ var (
 	explainLog  = &queryLog{}
 )
 
-// explain logs EXPLAIN (ANALYZE, BUFFERS) of every query of one read of the list.
-func explain(b *testing.B, read func() error) {
-	if os.Getenv("BENCH_EXPLAIN") == "" {
+// explain logs EXPLAIN (ANALYZE, BUFFERS) of every query of one read of the list when BENCH_EXPLAIN
+// is set.
+func explain(b *testing.B, read func() error) { explainWhen(b, "BENCH_EXPLAIN", read) }
+
+// explainWhen logs EXPLAIN (ANALYZE, BUFFERS) of every query (SELECT or WITH) of one read when the
+// environment variable is set.
+func explainWhen(b *testing.B, variable string, read func() error) {
+	if os.Getenv(variable) == "" {
 		return
 	}
 	explainOnce.Do(func() { env.Store.DB().AddQueryHook(explainLog) })
