@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,8 +59,15 @@ func (e *apiError) Error() string {
 // send makes one request with body (nil: none; []byte: as is; else JSON-encoded) and returns the
 // status and the response body. An error is a transport error: no response was read.
 func (c *client) send(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	status, resp, _, err := c.exchange(ctx, method, path, body)
+	return status, resp, err
+}
+
+// exchange is send that also returns the answer's Retry-After (0 when it has none or it is not a
+// number of seconds).
+func (c *client) exchange(ctx context.Context, method, path string, body any) (int, []byte, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -75,7 +83,7 @@ func (c *client) send(ctx context.Context, method, path string, body any) (int, 
 	default:
 		buf, err := json.Marshal(body)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, 0, err
 		}
 		req.Header.SetContentType("application/json")
 		req.SetBodyRaw(buf)
@@ -85,15 +93,71 @@ func (c *client) send(ctx context.Context, method, path string, body any) (int, 
 		deadline = d
 	}
 	if err := c.http.DoDeadline(req, resp, deadline); err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
-	return resp.StatusCode(), append([]byte(nil), resp.Body()...), nil
+	var retryAfter time.Duration
+	if secs, err := strconv.Atoi(string(resp.Header.Peek("Retry-After"))); err == nil && secs > 0 {
+		retryAfter = time.Duration(secs) * time.Second
+	}
+	return resp.StatusCode(), append([]byte(nil), resp.Body()...), retryAfter, nil
+}
+
+// answer is the outcome of sendPatiently.
+type answer struct {
+	Status int // 0: no answer (Err says why)
+	Body   []byte
+	// Latency is the last attempt's, from its start to the end of reading its answer: the waits for
+	// Retry-After and the refused attempts before it are not in it.
+	Latency time.Duration
+	Err     error
+}
+
+// defaultRetryAfter is how long sendPatiently waits after a 429 or 503 without a Retry-After.
+const defaultRetryAfter = time.Second
+
+// sendPatiently makes the request until it is answered with something other than 429 (rate limited)
+// or 503 (unavailable, retry: README, "Errors"), waiting each such answer's Retry-After
+// (defaultRetryAfter without one) before the next attempt, and calling retried with its status. It
+// gives up only when ctx ends. Both answers ask the client to retry (README, "Errors"): a 429 comes
+// before the request is handled, and the incoming endpoint de-duplicates a retry of a message it
+// stored before answering 503 by its messageSid.
+func (c *client) sendPatiently(ctx context.Context, method, path string, body any, retried func(status int)) answer {
+	for {
+		start := time.Now()
+		status, resp, retryAfter, err := c.exchange(ctx, method, path, body)
+		a := answer{Status: status, Body: resp, Latency: time.Since(start), Err: err}
+		if err != nil || (status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable) {
+			return a
+		}
+		if retried != nil {
+			retried(status)
+		}
+		if retryAfter <= 0 {
+			retryAfter = defaultRetryAfter
+		}
+		select {
+		case <-ctx.Done():
+			return answer{Err: ctx.Err()}
+		case <-time.After(retryAfter):
+		}
+	}
 }
 
 // call makes one request, requires one of the wanted statuses and decodes the JSON answer into out
 // (when out is not nil). It returns the status.
 func (c *client) call(ctx context.Context, method, path string, body, out any, wanted ...int) (int, error) {
 	status, resp, err := c.send(ctx, method, path, body)
+	return decodeAnswer(method, path, status, resp, err, out, wanted)
+}
+
+// callPatiently is call through sendPatiently: 429 and 503 answers are waited out and retried.
+func (c *client) callPatiently(ctx context.Context, method, path string, body, out any, retried func(int), wanted ...int) (int, error) {
+	a := c.sendPatiently(ctx, method, path, body, retried)
+	return decodeAnswer(method, path, a.Status, a.Body, a.Err, out, wanted)
+}
+
+// decodeAnswer requires one of the wanted statuses and decodes resp into out (when out is not nil).
+func decodeAnswer(method, path string, status int, resp []byte, err error, out any, wanted []int) (int, error) {
 	if err != nil {
 		return status, fmt.Errorf("%s %s: %w", method, path, err)
 	}

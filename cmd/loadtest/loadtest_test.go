@@ -7,7 +7,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +25,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"funnelchat/models"
+	"funnelchat/models/rules"
 )
 
 // TestEndToEndStandalone builds the api, runs it in standalone mode as a real process, and runs the
@@ -100,26 +103,60 @@ type standaloneAPI struct {
 	url, key string
 }
 
-// startStandaloneAPI builds cmd/api, starts it on a free port with its own data directory, waits for
-// /healthz and its demo key, and stops it with SIGTERM when the test ends.
-func startStandaloneAPI(t *testing.T) standaloneAPI {
-	t.Helper()
-	dir := t.TempDir()
-	root, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "api"), "./cmd/api")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(root)))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build api: %v\n%s", err, out)
-	}
+// apiBuild is cmd/api built once for the package's tests, in a directory TestMain removes.
+var apiBuild struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if apiBuild.dir != "" {
+		_ = os.RemoveAll(apiBuild.dir)
+	}
+	os.Exit(code)
+}
+
+// apiBinary builds cmd/api on the first call and returns the binary's path.
+func apiBinary(t *testing.T) string {
+	t.Helper()
+	apiBuild.once.Do(func() {
+		root, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			apiBuild.err = err
+			return
+		}
+		if apiBuild.dir, err = os.MkdirTemp("", "loadtest-api-"); err != nil {
+			apiBuild.err = err
+			return
+		}
+		apiBuild.path = filepath.Join(apiBuild.dir, "api")
+		build := exec.Command("go", "build", "-o", apiBuild.path, "./cmd/api")
+		build.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+		if out, err := build.CombinedOutput(); err != nil {
+			apiBuild.err = fmt.Errorf("build api: %v\n%s", err, out)
+		}
+	})
+	if apiBuild.err != nil {
+		t.Fatal(apiBuild.err)
+	}
+	return apiBuild.path
+}
+
+// startStandaloneAPI starts cmd/api on a free port with its own data directory (env, NAME=value, is
+// added to its environment, overriding the defaults here), waits for /healthz and its demo key, and
+// stops it with SIGTERM when the test ends.
+func startStandaloneAPI(t *testing.T, env ...string) standaloneAPI {
+	t.Helper()
+	bin := apiBinary(t)
+	dir := t.TempDir()
 	port := freePort(t)
-	cmd := exec.Command(filepath.Join(dir, "api"))
-	cmd.Env = append(withoutServices(os.Environ()), "DATA_DIR="+filepath.Join(dir, "data"), "PORT="+strconv.Itoa(port),
+	cmd := exec.Command(bin)
+	cmd.Env = append(append(withoutServices(os.Environ()), "DATA_DIR="+filepath.Join(dir, "data"), "PORT="+strconv.Itoa(port),
 		"WEBHOOK_ALLOW_PRIVATE=true", "RATE_LIMIT_PER_MINUTE=1000000", "LOG_LEVEL=warn",
-		"DEFAULT_QUIET_HOURS=off") // the campaign run must not depend on the hour it runs at
+		"DEFAULT_QUIET_HOURS=off"), // the campaign run must not depend on the hour it runs at
+		env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -560,5 +597,295 @@ func TestCreateAccountRunsAdmin(t *testing.T) {
 	}
 	if _, err := createAccount(context.Background(), "false", "x@example.com"); err == nil {
 		t.Fatal("no error from a failing admin")
+	}
+}
+
+// TestFillStandalone runs the fill mode against the standalone api (SQLite and the in-process worker)
+// and checks, through the API, what it wrote: every conversation, contact and message, in order.
+func TestFillStandalone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	t.Run("20 conversations of 4 messages and 5 campaign sends", func(t *testing.T) {
+		api := startStandaloneAPI(t)
+		const conversations, messages, sends = 20, 4, 5
+		runID := "fill" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		rep, err := runFill(ctx, fillConfig{
+			API: newClient(api.url, api.key, 8), RunID: runID, Conversations: conversations, Messages: messages,
+			CampaignSends: sends, Concurrency: 8, WaitSends: true, Wait: 30 * time.Second,
+			SinkAddr: "127.0.0.1:0", Progress: testLog{t},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{
+			"messagesPosted": rep.MessagesPosted, "incoming": rep.Incoming, "outgoing": rep.Outgoing,
+			"campaignSends": rep.CampaignSends, "sent": rep.CampaignSendsByStatus["sent"],
+			"errorKinds": len(rep.ErrorsByStatus), "transport": rep.ErrorsByStatus["transport"],
+			"latencySamples": rep.APILatencyMs.Count, "deliveries": rep.Deliveries, "badSignatures": rep.BadSignatures,
+			"undelivered": rep.Undelivered, "otherDeliveries": rep.OtherDeliveries,
+		}
+		want := map[string]int{
+			"messagesPosted": 80, "incoming": 40, "outgoing": 40,
+			"campaignSends": 5, "sent": 5,
+			"errorKinds": 1, "transport": 0,
+			"latencySamples": 80, "deliveries": 45, "badSignatures": 0, // 40 replies and 5 openings
+			"undelivered": 0, "otherDeliveries": 5,
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("report (-want +got):\n%s\nerrors %v, sends %v", diff, rep.ErrorsByStatus, rep.CampaignSendsByStatus)
+		}
+		if rep.MessagesPerSecond <= 0 || rep.DurationSeconds <= 0 {
+			t.Fatalf("no rate: %+v", rep)
+		}
+
+		c := newClient(api.url, api.key, 4)
+		type message struct {
+			ID, ContactID, Direction, Body, MessageSid, AuthorType string
+		}
+		type contact struct {
+			ID, FirstName, LastName string
+			Email                   *string
+		}
+		// pages reads every page of a listing, limit items at a time.
+		pages := func(path string, limit int, each func(json.RawMessage)) {
+			t.Helper()
+			cursor := ""
+			for {
+				var page struct {
+					Data       []json.RawMessage `json:"data"`
+					NextCursor *string           `json:"nextCursor"`
+				}
+				sep := "?"
+				if strings.Contains(path, "?") {
+					sep = "&"
+				}
+				url := path + sep + "limit=" + strconv.Itoa(limit)
+				if cursor != "" {
+					url += "&cursor=" + cursor
+				}
+				if _, err := c.call(ctx, http.MethodGet, url, nil, &page, http.StatusOK); err != nil {
+					t.Fatal(err)
+				}
+				for _, raw := range page.Data {
+					each(raw)
+				}
+				if page.NextCursor == nil {
+					return
+				}
+				cursor = *page.NextCursor
+			}
+		}
+		decode := func(raw json.RawMessage, out any) {
+			t.Helper()
+			if err := json.Unmarshal(raw, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// Every sender is a contact with one conversation, and there is nothing else.
+		var contacts []contact
+		pages("/v1/contacts?q=", 7, func(raw json.RawMessage) {
+			var ct contact
+			decode(raw, &ct)
+			contacts = append(contacts, ct)
+		})
+		inConversations := map[string]bool{}
+		pages("/v1/conversations?status=all", 7, func(raw json.RawMessage) {
+			var conv struct {
+				Contact contact `json:"contact"`
+			}
+			decode(raw, &conv)
+			inConversations[conv.Contact.ID] = true
+		})
+		if len(contacts) != conversations || len(inConversations) != conversations {
+			t.Fatalf("%d contacts and %d conversations, want %d of each", len(contacts), len(inConversations), conversations)
+		}
+
+		// Each conversation: its sender's name and email, then the messages in turn, incoming first,
+		// with the tool's texts; the first five senders' end with the campaign's opening.
+		seen := map[int]bool{}
+		campaignContacts := map[string]bool{}
+		for _, ct := range contacts {
+			if !inConversations[ct.ID] {
+				t.Fatalf("contact %s has no conversation", ct.ID)
+			}
+			var msgs []message
+			pages("/v1/contacts/"+ct.ID+"/messages", 200, func(raw json.RawMessage) {
+				var m message
+				decode(raw, &m)
+				msgs = append(msgs, m)
+			})
+			if len(msgs) == 0 || msgs[0].Direction != "incoming" {
+				t.Fatalf("contact %s: messages %+v", ct.ID, msgs)
+			}
+			rest, _ := strings.CutPrefix(msgs[0].MessageSid, "lt-"+runID+"-")
+			i, err := strconv.Atoi(strings.TrimSuffix(rest, "-0"))
+			if err != nil || seen[i] || i < 0 || i >= conversations {
+				t.Fatalf("contact %s: first messageSid %q", ct.ID, msgs[0].MessageSid)
+			}
+			seen[i] = true
+			p := fillPerson(runID, i)
+			email := ""
+			if ct.Email != nil {
+				email = *ct.Email
+			}
+			if ct.FirstName != p.First || ct.LastName != p.Last || email != p.Email || p.First == "" || p.Last == "" {
+				t.Fatalf("sender %d is %s %s <%s>, want %+v", i, ct.FirstName, ct.LastName, email, p)
+			}
+			want := messages
+			if i < sends {
+				want++
+				campaignContacts[ct.ID] = true
+			}
+			if len(msgs) != want {
+				t.Fatalf("sender %d: %d messages, want %d: %+v", i, len(msgs), want, msgs)
+			}
+			for j := 0; j < messages; j++ {
+				m := msgs[j]
+				switch {
+				case j%2 == 0 && (m.Direction != "incoming" || m.Body != fillIncomingText(runID, i, j) ||
+					m.MessageSid != fillMessageSid(runID, i, j)):
+					t.Fatalf("sender %d, message %d: %+v, want the incoming %q", i, j, m, fillIncomingText(runID, i, j))
+				case j%2 == 1 && (m.Direction != "outgoing" || m.AuthorType != "api" || m.Body != fillReplyText(runID, i, j)):
+					t.Fatalf("sender %d, message %d: %+v, want the reply %q", i, j, m, fillReplyText(runID, i, j))
+				}
+			}
+			if i < sends {
+				if m := msgs[messages]; m.Direction != "outgoing" || m.AuthorType != "campaign" ||
+					!strings.HasPrefix(m.Body, "Hi "+p.First+", ") {
+					t.Fatalf("sender %d: last message %+v, want the campaign's opening", i, m)
+				}
+			}
+		}
+
+		// The campaign owes exactly the first five senders an opening, all sent.
+		sent := 0
+		pages("/v1/campaigns/"+rep.CampaignID+"/sends", 200, func(raw json.RawMessage) {
+			var s struct{ ContactID, Status string }
+			decode(raw, &s)
+			if !campaignContacts[s.ContactID] || s.Status != "sent" {
+				t.Fatalf("campaign send %+v, want one of %v, sent", s, campaignContacts)
+			}
+			sent++
+		})
+		if sent != sends {
+			t.Fatalf("%d campaign sends, want %d", sent, sends)
+		}
+
+		// The contact search finds a sender by its name.
+		p := fillPerson(runID, 3)
+		found := false
+		pages("/v1/contacts?q="+strings.ReplaceAll(strings.ToLower(p.First+" "+p.Last), " ", "%20"), 200, func(raw json.RawMessage) {
+			var ct contact
+			decode(raw, &ct)
+			found = found || (ct.FirstName == p.First && ct.LastName == p.Last)
+		})
+		if !found {
+			t.Fatalf("searching %q found no such contact", p.First+" "+p.Last)
+		}
+
+		// With the worker said to be stopped, nothing is waited for and every reply counts as undelivered.
+		rep, err = runFill(ctx, fillConfig{
+			API: newClient(api.url, api.key, 2), RunID: runID + "b", Conversations: 2, Messages: 3, Concurrency: 2,
+			NoReplies: true, Progress: testLog{t},
+		})
+		if err != nil || rep.MessagesPosted != 6 || rep.Outgoing != 2 || rep.Undelivered != 2 || rep.Deliveries != 0 {
+			t.Fatalf("--no-replies: %+v, %v", rep, err)
+		}
+	})
+
+	t.Run("429 answers are waited out, not lost", func(t *testing.T) {
+		// 60 requests a minute, a burst of 60: the fill's 72 requests (the bot, the webhook and 70
+		// messages) go over it.
+		api := startStandaloneAPI(t, "RATE_LIMIT_PER_MINUTE=60")
+		const conversations = 35
+		rep, err := runFill(ctx, fillConfig{
+			API: newClient(api.url, api.key, 8), RunID: "fill" + strconv.FormatInt(time.Now().UnixNano(), 36),
+			Conversations: conversations, Messages: 2, Concurrency: 8, Wait: 30 * time.Second,
+			SinkAddr: "127.0.0.1:0", Progress: testLog{t},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.MessagesPosted != 2*conversations || rep.Incoming != conversations || rep.Retries["429"] == 0 ||
+			!cmp.Equal(rep.ErrorsByStatus, map[string]int{"transport": 0}) || rep.Undelivered != 0 {
+			t.Fatalf("report: %+v", rep)
+		}
+		var page struct {
+			Data []json.RawMessage `json:"data"`
+		}
+		if _, err := newClient(api.url, api.key, 1).callPatiently(ctx, http.MethodGet, "/v1/contacts?q=&limit=200", nil, &page,
+			nil, http.StatusOK); err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Data) != conversations {
+			t.Fatalf("%d contacts, want %d", len(page.Data), conversations)
+		}
+	})
+}
+
+// TestFillTextsAreNotOptOuts: no message the fill sends from a contact reads as a consent keyword or a
+// request to opt out (the contact would opt out, and the replies be refused 409), every template's
+// slots are filled, and the senders' emails are valid and their own.
+func TestFillTextsAreNotOptOuts(t *testing.T) {
+	emails := map[string]bool{}
+	for _, run := range []string{"a", "b", "dn1xr0txqwba"} {
+		for i := 0; i < 3000; i++ {
+			for j := 0; j < 6; j++ {
+				in, reply := fillIncomingText(run, i, 2*j), fillReplyText(run, i, 2*j+1)
+				if rules.ClassifyKeyword(in, nil, nil) != rules.KeywordNone || rules.AsksToOptOut(in) {
+					t.Fatalf("%q reads as a keyword or an opt-out", in)
+				}
+				if strings.ContainsAny(in+reply, "{}") {
+					t.Fatalf("unfilled slot in %q or %q", in, reply)
+				}
+			}
+			p := fillPerson(run, i)
+			if p.First == "" || p.Last == "" {
+				t.Fatalf("sender %d of %s: %+v", i, run, p)
+			}
+			if p.Email == "" {
+				continue
+			}
+			if e, err := models.NormalizeEmail(p.Email); err != nil || e != p.Email || emails[e] {
+				t.Fatalf("email %q: %q, %v, seen before %v", p.Email, e, err, emails[e])
+			}
+			emails[p.Email] = true
+		}
+	}
+	// Three in four senders have an email; every exchange is used.
+	if n := len(emails); n < 9000*7/10 || n > 9000*8/10 {
+		t.Fatalf("%d of 9000 senders have an email", n)
+	}
+	used := map[string]bool{}
+	for i := 0; i < 2000; i++ {
+		used[fillIncomingText("a", i, 0)[:12]] = true
+	}
+	if len(used) < len(fillExchanges)-2 { // a few asks share their first 12 characters
+		t.Fatalf("only %d different openings of %d exchanges", len(used), len(fillExchanges))
+	}
+}
+
+func TestParseFillFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--key", "k", "--fill", "--conversations", "200000", "--messages", "5",
+		"--campaign-sends", "1000", "--wait-sends", "--c", "32"}, io.Discard)
+	if err != nil || !o.Fill || o.Conversations != 200000 || o.Messages != 5 || o.CampaignSends != 1000 || !o.WaitSends ||
+		o.Concurrency != 32 {
+		t.Fatalf("%+v, %v", o, err)
+	}
+	for _, args := range [][]string{
+		{"--fill", "--campaign"},
+		{"--fill", "--rate", "100"},
+		{"--fill", "--conversations", "0"},
+		{"--fill", "--messages", "0"},
+		{"--fill", "--conversations", "10", "--campaign-sends", "11"},
+		{"--fill", "--campaign-sends", "5", "--wait-sends", "--no-replies"},
+		{"--fill", "--wait-sends"},
+		{"--wait-sends"},
+	} {
+		if _, err := parseFlags(append([]string{"--key", "k"}, args...), io.Discard); err == nil {
+			t.Errorf("%v accepted", args)
+		}
 	}
 }

@@ -13,6 +13,22 @@
 // messages at the sink. The sink must be reachable from the worker and, on a loopback or private
 // address, the deployment must run with WEBHOOK_ALLOW_PRIVATE=true.
 //
+// Fill mode (--fill) fills one account to a given size through the public API, so that the data is
+// what the service writes (contacts, identities, messages, each conversation's state): --conversations
+// senders, each a new contact (a first and last name, most with an email) with a conversation of
+// --messages messages, incoming (POST /v1/incoming_custom_channel_message) and the business's reply
+// (POST /v1/send_custom_channel_message) in turn, incoming first. --c conversations are filled at once,
+// each one's messages in order. It switches the account's bot off (PUT /v1/settings/bot), and leaves it
+// off, so that no bot reply adds to the conversations. With --campaign-sends K it then adds the first
+// K contacts to a list with a live campaign on it at the highest sendRatePerMinute the API accepts
+// (6000), so that the campaign owes K openings; --wait-sends waits for them to be written. Answers 429
+// and 503 are retried after their Retry-After, not counted as errors. Run the worker during the fill:
+// the outgoing messages are stored either way, but only a running worker delivers them to the sink (the
+// tool waits up to --wait after the last message for every one), and campaign openings need it. With
+// the worker stopped, give --no-replies: no sink is registered, the replies stay pending, and a worker
+// started later delivers them to the account's webhook (a new account has none: they end failed). See
+// docs/performance.md, "Filling an account".
+//
 // Flags:
 //
 //	--url URL          the api's base address (default http://127.0.0.1:8080); endpoints are under /v1
@@ -27,9 +43,11 @@
 //	--max-in-flight N  open loop: at most N requests at once (default 1024); a request that has to wait
 //	                   keeps its scheduled start, so the wait counts in its latency
 //	--duplicates F     fraction 0..1 of N sent once more, each right after its original was accepted
-//	--no-replies       expect no replies (worker stopped): no sink, no webhook, no waiting
+//	--no-replies       expect no replies (worker stopped): no sink, no webhook, no waiting; in fill
+//	                   mode, no deliveries
 //	--wait D           how long to wait for replies after the last answer (default 60s); ends early
-//	                   when every accepted message has one
+//	                   when every accepted message has one; in fill mode, for the sink to receive
+//	                   every reply posted
 //	--settle D         once everything expected arrived, how much longer to listen for duplicates (default 2s)
 //	--sink-addr A      where the sink listens (default 127.0.0.1:0)
 //	--sink-url U       the URL the deployment should call (default http://<sink address>/hook)
@@ -42,6 +60,13 @@
 //	--per-minute N     campaign mode: the campaign's sendRatePerMinute (default 60)
 //	--timeout D        campaign mode: wait for the openings at most D after the batch add
 //	                   (default contacts/per-minute minutes + 60s)
+//	--fill             fill mode
+//	--conversations N  fill mode: senders, each a contact with one conversation (default 1000)
+//	--messages M       fill mode: messages per conversation, incoming first, then replies and
+//	                   incoming in turn (default 5)
+//	--campaign-sends K fill mode: contacts (the first K) to add to a live campaign's list (default 0)
+//	--wait-sends       fill mode: wait until the campaign has written every opening (none queued or
+//	                   pending), up to K/6000 minutes plus --wait
 //	--run-id S         the run's id in messageSids, fromIds, names (default the start time in base 36)
 //
 // Incoming output: mode, runId, n, concurrency, offeredRate, requests, durationSeconds,
@@ -49,13 +74,17 @@
 // duplicatesSent, duplicatesAnsweredCorrectly and, with replies, replies, repliesPerSecond,
 // repliesPerSecondOverRun, endToEndLatencyFromRequestStartMs, replyLatencyFromAcceptMs, lostReplies,
 // duplicatedReplies, badSignatures, deliveries, repliesToUnaccepted, foreignDeliveries, waitSeconds.
-// Campaign output: see campaignReport. With pids: peakRssMB (sum of each process's VmHWM from
+// Campaign output: see campaignReport. Fill output: mode, runId, conversations,
+// messagesPerConversation, concurrency, messagesPosted, incoming, outgoing, campaignSends,
+// durationSeconds, messagesPerSecond, apiLatencyMs, errorsByStatus, retries, listId, campaignId,
+// campaignSendsByStatus, deliveries, badSignatures, undelivered, otherDeliveries, waitSeconds (see
+// fillReport in fill.go). With pids: peakRssMB (sum of each process's VmHWM from
 // /proc/<pid>/status at the end), sampledPeakRssMB (largest sum of VmRSS seen, sampled every 200 ms)
 // and rssProcesses, in MiB (the kernel's kB / 1024). VmHWM is the peak since the process started (or
 // since --reset-peak-rss), so a second run against the same process may report the first run's peak.
 // Latency summaries are {count, min, p50, p95, p99, max, mean} in ms: exact nearest-rank percentiles
-// over every sample. Each field's exact definition is the comment on it in incoming.go, campaign.go
-// and rss.go.
+// over every sample. Each field's exact definition is the comment on it in incoming.go, campaign.go,
+// fill.go and rss.go.
 package main
 
 import (
@@ -87,6 +116,11 @@ type options struct {
 	Campaign            bool
 	Contacts, PerMinute int
 	Timeout             time.Duration
+	Fill                bool
+	Conversations       int
+	Messages            int
+	CampaignSends       int
+	WaitSends           bool
 	RunID               string
 }
 
@@ -114,6 +148,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.Contacts, "contacts", 50, "campaign mode: contacts")
 	fs.IntVar(&o.PerMinute, "per-minute", 60, "campaign mode: sendRatePerMinute")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "campaign mode: longest wait for the openings (default contacts/per-minute min + 60s)")
+	fs.BoolVar(&o.Fill, "fill", false, "fill mode")
+	fs.IntVar(&o.Conversations, "conversations", 1000, "fill mode: senders, one conversation each")
+	fs.IntVar(&o.Messages, "messages", 5, "fill mode: messages per conversation (incoming first, then in turn)")
+	fs.IntVar(&o.CampaignSends, "campaign-sends", 0, "fill mode: contacts to add to a live campaign's list")
+	fs.BoolVar(&o.WaitSends, "wait-sends", false, "fill mode: wait until the campaign has written every opening")
 	fs.StringVar(&o.RunID, "run-id", "", "run id (default: start time in base 36)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -131,6 +170,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--duplicates must be from 0 to 1")
 	case o.Campaign && (o.Contacts < 1 || o.Contacts > maxCampaignContacts || o.PerMinute < 1):
 		return nil, fmt.Errorf("--contacts must be from 1 to %d and --per-minute at least 1", maxCampaignContacts)
+	case o.Fill && (o.Campaign || o.Rate > 0):
+		return nil, errors.New("--fill runs alone, in a closed loop: not with --campaign or --rate")
+	case o.Fill && (o.Conversations < 1 || o.Messages < 1):
+		return nil, errors.New("--conversations and --messages must be at least 1")
+	case o.Fill && (o.CampaignSends < 0 || o.CampaignSends > o.Conversations):
+		return nil, errors.New("--campaign-sends must be from 0 to --conversations")
+	case o.WaitSends && (!o.Fill || o.CampaignSends == 0 || o.NoReplies):
+		return nil, errors.New("--wait-sends needs --fill, --campaign-sends and a running worker (not --no-replies)")
 	}
 	if o.RunID == "" {
 		o.RunID = strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -198,6 +245,19 @@ func run(ctx context.Context, o *options, progress io.Writer) (any, error) {
 		return sampler.Stop()
 	}
 
+	if o.Fill {
+		rep, err := runFill(ctx, fillConfig{
+			API: api, RunID: o.RunID, Conversations: o.Conversations, Messages: o.Messages,
+			CampaignSends: o.CampaignSends, Concurrency: o.Concurrency, WaitSends: o.WaitSends,
+			NoReplies: o.NoReplies, Wait: o.Wait, SinkAddr: o.SinkAddr, SinkURL: o.SinkURL, Progress: progress,
+		})
+		if rep != nil {
+			rep.memoryReport = stopSampler()
+			return rep, err
+		}
+		stopSampler()
+		return nil, err
+	}
 	if o.Campaign {
 		rep, err := runCampaign(ctx, campaignConfig{
 			API: api, RunID: o.RunID, Contacts: o.Contacts, PerMinute: o.PerMinute, Timeout: o.Timeout,
