@@ -278,12 +278,18 @@ type conversationMarkerSet struct {
 	unread, needsHuman, failed func(cv string) (string, []any)
 }
 
+// unreadAgainst is the one rule of unread: the conversations row cv has an incoming message newer than
+// lastRead, the id the reader read up to (an SQL expression, NULL when the reader has read nothing: then
+// any incoming message is unread).
+func unreadAgainst(cv, lastRead string) string {
+	return "(" + cv + ".last_incoming_id IS NOT NULL AND " + cv + ".last_incoming_id > COALESCE(" + lastRead + ", ''))"
+}
+
 func conversationMarkers(accountID, readerID string) conversationMarkerSet {
 	return conversationMarkerSet{
-		// An incoming message newer than what the reader read (nothing read: any incoming message).
 		unread: func(cv string) (string, []any) {
-			return `COALESCE(` + cv + `.last_incoming_id, '') > COALESCE((SELECT r.last_read_id FROM conversation_reads AS r
-					WHERE r.account_id = ? AND r.reader_id = ? AND r.contact_id = ` + cv + `.contact_id), '')`, []any{accountID, readerID}
+			return unreadAgainst(cv, `(SELECT r.last_read_id FROM conversation_reads AS r
+					WHERE r.account_id = ? AND r.reader_id = ? AND r.contact_id = `+cv+`.contact_id)`), []any{accountID, readerID}
 		},
 		needsHuman: func(cv string) (string, []any) {
 			return `(EXISTS (SELECT 1 FROM alerts AS a WHERE a.account_id = ? AND a.contact_id = ` + cv + `.contact_id AND a.resolved_at IS NULL)
