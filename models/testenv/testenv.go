@@ -138,6 +138,12 @@ func (e *Env) setupPostgres(ctx context.Context, adminURL string) error {
 	u.Path = "/" + name
 	e.DatabaseURL = u.String()
 	e.cleanup = append(e.cleanup, func() {
+		if os.Getenv("TEST_KEEP_DATABASE") == "1" {
+			// A benchmark's filled database, kept to measure the service against it
+			// (docs/performance.md, "Inbox at an agency's size").
+			fmt.Fprintln(os.Stderr, "testenv: kept database", name)
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(adminURL)))
