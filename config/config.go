@@ -64,8 +64,6 @@ type Config struct {
 	BotReplyCredits float64
 
 	WorkerConcurrency int
-	// WorkerNice is WORKER_NICE: the nice value a separate worker process runs at (0 to 19).
-	WorkerNice int
 	// DatabasePoolSize is DATABASE_POOL_SIZE: PostgreSQL connections per process, 0 for each process's
 	// default (see APIDatabasePool and WorkerDatabasePool).
 	DatabasePoolSize int
@@ -141,7 +139,6 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.BotLLMModel = r.str("BOT_LLM_MODEL", "")
 	c.BotReplyCredits = r.nonNegativeFloat("BOT_REPLY_CREDITS", 1)
 	c.WorkerConcurrency = r.intRange("WORKER_CONCURRENCY", 20, 1, 10_000)
-	c.WorkerNice = r.intRange("WORKER_NICE", 10, 0, 19)
 	c.DatabasePoolSize = r.intRange("DATABASE_POOL_SIZE", 0, 1, 10_000)
 	c.SweepInterval = r.duration("SWEEP_INTERVAL", time.Minute)
 	c.MetricsPort = r.intRange("METRICS_PORT", 0, 0, 65535)

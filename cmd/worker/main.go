@@ -30,9 +30,6 @@ func run(cfg *config.Config, log *slog.Logger) error {
 	if cfg.Standalone {
 		return errors.New("worker needs DATABASE_URL and REDIS_URL; in standalone mode the api runs the worker in-process")
 	}
-	if err := boot.Renice(cfg.WorkerNice); err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
