@@ -61,11 +61,17 @@ func openRanges(alias, at string) []string {
 
 // ConversationRanges is ConversationIs cut into conditions whose union it is, each one range of an index
 // that leads with the conversation status (the conversation list reads each range in order and merges
-// them): two for open, one for the others.
+// them): two for open, one for the others, and for "" (every status) the three statuses as stored.
 func ConversationRanges(status, alias string, at time.Time) []Cond {
 	parts := []string{conversationIs(status, alias, "?")}
-	if status == ConversationOpen {
+	switch status {
+	case ConversationOpen:
 		parts = openRanges(alias, "?")
+	case "":
+		parts = nil
+		for _, st := range []string{ConversationOpen, ConversationSnoozed, ConversationResolved} {
+			parts = append(parts, alias+".conversation_status = '"+st+"'")
+		}
 	}
 	out := make([]Cond, len(parts))
 	for i, p := range parts {

@@ -36,7 +36,7 @@ import (
 //
 // The copies have the contact's names so that one rule reads both (ConversationIs, ConversationRanges):
 // the open view is status 'open' plus the snoozes that have ended at the time of the read, two ranges of
-// conversations_status_idx.
+// conversations_status_idx; every conversation is its three statuses' ranges.
 
 // conversationTableMigration creates the table, its indexes and triggers, and fills it from the
 // messages already stored.
@@ -98,12 +98,14 @@ CREATE TABLE IF NOT EXISTS conversations (
     snoozed_until    TIMESTAMPTZ,
     assignee_id      TEXT
 )`,
-	// Every conversation, newest first: the list with no status filter, and its walks.
-	`CREATE INDEX IF NOT EXISTS conversations_recent_idx ON conversations (account_id, last_message_id)`,
-	// Open, Snoozed, Resolved.
+	// Open, Snoozed, Resolved, and every conversation (the three merged). Each message rewrites its
+	// conversation's entry in every index of the table (the order moves), so the table has few: the
+	// accept path pays for each (docs/performance.md, 2026-11-27).
 	`CREATE INDEX IF NOT EXISTS conversations_status_idx ON conversations (account_id, conversation_status, last_message_id)`,
-	// Mine (and another user's), and Unassigned (assignee_id IS NULL is a range of it too).
-	`CREATE INDEX IF NOT EXISTS conversations_assignee_idx ON conversations (account_id, assignee_id, conversation_status, last_message_id)`,
+	// Mine (and another user's). Unassigned, most conversations, walks conversations_status_idx; a new
+	// conversation starts unassigned and adds no entry here.
+	`CREATE INDEX IF NOT EXISTS conversations_assignee_idx ON conversations (account_id, assignee_id, conversation_status, last_message_id)
+    WHERE assignee_id IS NOT NULL`,
 	// The failed filter: few conversations, so a partial index.
 	`CREATE INDEX IF NOT EXISTS conversations_failed_idx ON conversations (account_id, last_message_id) WHERE failed > 0`,
 }

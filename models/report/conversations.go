@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -98,22 +100,21 @@ func (r *Reader) Conversations(ctx context.Context, accountID, readerID string, 
 }
 
 func (r *Reader) conversations(ctx context.Context, db bun.IDB, accountID, readerID string, f ConversationFilter, page models.Page, at time.Time) ([]Conversation, string, error) {
-	// Each status is one or two ranges of an index of the conversations table (models/conversation_table.go);
-	// each range is read in the list's order up to a page, and two are merged.
-	ranges := []models.Cond{{}}
-	if f.byStatus() {
-		ranges = models.ConversationRanges(f.Status, "cv", at)
+	// Each status is one or more ranges of conversations_status_idx (models/conversation_table.go): each
+	// range is read in the list's order up to a page, and the ranges are merged.
+	status := f.Status
+	if !f.byStatus() {
+		status = ""
 	}
+	ranges := models.ConversationRanges(status, "cv", at)
 	order := "DESC"
 	if f.Newer != "" {
 		order = "ASC"
 	}
 	limit := int64(page.Limit) + 1
 	one := func(rg models.Cond) *bun.SelectQuery {
-		q := db.NewSelect().TableExpr("conversations AS cv").ColumnExpr("cv.last_message_id").Where("cv.account_id = ?", accountID)
-		if rg.Expr != "" {
-			q = q.Where(rg.Expr, rg.Args...)
-		}
+		q := db.NewSelect().TableExpr("conversations AS cv").ColumnExpr("cv.last_message_id").Where("cv.account_id = ?", accountID).
+			Where(rg.Expr, rg.Args...)
 		switch {
 		case f.Newer != "":
 			q = q.Where("cv.last_message_id > ?", f.Newer)
@@ -123,8 +124,14 @@ func (r *Reader) conversations(ctx context.Context, db bun.IDB, accountID, reade
 		return filterConversations(q, db, accountID, readerID, f).OrderExpr("cv.last_message_id " + order).Limit(limit)
 	}
 	q := one(ranges[0])
-	if len(ranges) == 2 {
-		q = db.NewSelect().TableExpr("(SELECT * FROM (?) AS r0 UNION ALL SELECT * FROM (?) AS r1) AS x", q, one(ranges[1])).
+	if len(ranges) > 1 {
+		union := make([]string, len(ranges))
+		parts := make([]any, len(ranges))
+		for i, rg := range ranges {
+			union[i] = "SELECT * FROM (?) AS r" + strconv.Itoa(i)
+			parts[i] = one(rg)
+		}
+		q = db.NewSelect().TableExpr("("+strings.Join(union, " UNION ALL ")+") AS x", parts...).
 			ColumnExpr("x.last_message_id").OrderExpr("x.last_message_id " + order).Limit(limit)
 	}
 	var ids []string
