@@ -20,7 +20,8 @@ import (
 //   - Of the opened: Replied wrote after their opening was delivered, HandedOff had an alert raised
 //     after it, OptedOut opted out of the campaign's channel after it, GoalReached reached the
 //     campaign's goal. Rates are over Opened (0 when none), rounded to 4 decimals.
-//   - The medians are minutes from the delivery to the first reply, and to the goal (nil when none).
+//   - The medians are minutes from the delivery to the first reply, and to the goal (nil when none);
+//     a send recorded as sent without its opening message has no time to count from, and is left out.
 type CampaignReport struct {
 	Added                int             `json:"added"`
 	Queued               int             `json:"queued"`
@@ -83,44 +84,30 @@ const reportBucket = 15 * 60
 // maxReportDays is the longest run of days a report fills in with empty days between active ones.
 const maxReportDays = 400
 
-// reportRow is one row of the report query: kind "v" (a variant's counts, k its index), "od", "rd",
-// "gd" (openings, first replies, goals in the 15-minute slice k), "rm", "gm" (the middle value or
-// values of the minutes to reply, to goal, in m).
+// reportRow is one row of the report query: kind "v" (the sends of variant k with status Status:
+// N of them, and of those the ones that replied, were handed off, reached the goal, opted out), "od",
+// "rd", "gd" (N openings, first replies, goals in the 15-minute slice k), "rm", "gm" (the middle value
+// or values of the minutes to reply, to goal, in M).
 type reportRow struct {
-	Kind       string   `bun:"kind"`
-	K          int64    `bun:"k"`
-	M          *float64 `bun:"m"`
-	Added      int      `bun:"added"`
-	Queued     int      `bun:"queued"`
-	Pending    int      `bun:"pending"`
-	Opened     int      `bun:"opened"`
-	Failed     int      `bun:"failed"`
-	Suppressed int      `bun:"suppressed"`
-	Deferred   int      `bun:"deferred"`
-	Skipped    int      `bun:"skipped"`
-	Replied    int      `bun:"replied"`
-	HandedOff  int      `bun:"handed_off"`
-	Goal       int      `bun:"goal"`
-	OptedOut   int      `bun:"opted_out"`
+	Kind      string   `bun:"kind"`
+	K         int64    `bun:"k"`
+	Status    string   `bun:"status"`
+	M         *float64 `bun:"m"`
+	N         int      `bun:"n"`
+	Replied   int      `bun:"replied"`
+	HandedOff int      `bun:"handed_off"`
+	Goal      int      `bun:"goal"`
+	OptedOut  int      `bun:"opted_out"`
 }
 
-// perContactSQL is the report's row per added contact: its send, and the times of what followed its
-// opening (written_at: when the opening was written and handed to the channel, so a lead or a bridge
-// that answers before a slow receiver's answer was recorded counts). A reply is an incoming message
-// that is neither an opt-out nor a HELP (notAReply). The arguments are the campaign's consent channel
-// and id.
-const perContactSQL = `SELECT s.id, s.contact_id, s.variant, s.status, s.sent_at, w.created_at AS written_at,
-	CASE WHEN s.sent_at IS NULL THEN NULL ELSE (SELECT min(m.created_at) FROM messages AS m
-		WHERE m.contact_id = s.contact_id AND m.direction = 'incoming' AND m.created_at > w.created_at
-		AND NOT ` + notAReply + `) END AS first_reply_at,
-	CASE WHEN s.sent_at IS NULL THEN NULL ELSE (SELECT min(a.created_at) FROM alerts AS a
-		WHERE a.contact_id = s.contact_id AND a.created_at > w.created_at) END AS handed_off_at,
-	CASE WHEN s.sent_at IS NULL THEN NULL ELSE (SELECT min(e.at) FROM consent_events AS e
-		WHERE e.contact_id = s.contact_id AND e.status = 'opted_out' AND e.channel IN (?, '*') AND e.at > w.created_at) END AS opted_out_at,
-	g.at AS goal_at
-FROM campaign_sends AS s LEFT JOIN messages AS w ON w.id = s.message_id
-	LEFT JOIN goals AS g ON g.campaign_id = s.campaign_id AND g.contact_id = s.contact_id
-WHERE s.campaign_id = ?`
+// firstReplySQL is the time of the first reply the contact wrote after written (two SQL expressions of
+// the enclosing query): an incoming message that is neither an opt-out nor a HELP (notAReply), one
+// lookup of messages_replies_idx, which holds the columns it reads (migration 20261204300001).
+func firstReplySQL(contact, written string) string {
+	return `(SELECT min(m.created_at) FROM messages AS m
+		WHERE m.contact_id = ` + contact + ` AND m.direction = 'incoming' AND m.created_at > ` + written + `
+		AND NOT ` + notAReply + `)`
+}
 
 // notAReply is true for an incoming message m that answered nothing the campaign said: an opt-out or a
 // HELP. Both are handled as keywords (bot status "keyword"): the built-in and the account's words, and
@@ -128,6 +115,77 @@ WHERE s.campaign_id = ?`
 // same path; an opt-in keyword, which records an opted_in event for the message, is a reply.
 const notAReply = `(m.bot_status = '` + models.BotKeyword + `' AND NOT EXISTS (SELECT 1 FROM consent_events AS ei
 		WHERE ei.message_id = m.id AND ei.status = 'opted_in'))`
+
+// perContactSQL is the CSV's row per added contact, for one page of sends: its send, and the times of
+// what followed its opening (written_at: when the opening was written and handed to the channel, so a
+// lead or a bridge that answers before a slow receiver's answer was recorded counts), each a lookup by
+// the page's rows. The page's contact, opening time and goal come from csvPageColumns; the first reply
+// is firstReplySQL. The arguments are the campaign's id, the last send of the previous page ("" for the
+// first), the page's size and the campaign's consent channel.
+const perContactSQL = `WITH page AS (SELECT s.id, s.contact_id, s.variant, s.status, s.sent_at, %s
+	WHERE s.campaign_id = ? AND s.id > ? ORDER BY s.id LIMIT ?)
+SELECT p.*,
+	CASE WHEN p.sent_at IS NULL THEN NULL ELSE %s END AS first_reply_at,
+	CASE WHEN p.sent_at IS NULL THEN NULL ELSE (SELECT min(a.created_at) FROM alerts AS a
+		WHERE a.contact_id = p.contact_id AND a.created_at > p.written_at) END AS handed_off_at,
+	CASE WHEN p.sent_at IS NULL THEN NULL ELSE (SELECT min(e.at) FROM consent_events AS e
+		WHERE e.contact_id = p.contact_id AND e.status = 'opted_out' AND e.channel IN (?, '*') AND e.at > p.written_at) END AS opted_out_at
+FROM page AS p ORDER BY p.id`
+
+// csvPageColumns is the page's contact's first name and phone, its opening's time (written_at) and its
+// goal (goal_at), and the FROM they are read from. On PostgreSQL as scalar subqueries, one lookup each
+// per row of the page: as joins, its planner may hash a whole table (the contacts, the messages) for
+// one page of 1,000 sends. SQLite runs joins as lookups, and faster than subqueries.
+func (r *Reader) csvPageColumns() string {
+	if r.isSQLite() {
+		return `c.first_name, c.phone, w.created_at AS written_at, g.at AS goal_at
+	FROM campaign_sends AS s JOIN contacts AS c ON c.id = s.contact_id
+		LEFT JOIN messages AS w ON w.id = s.message_id
+		LEFT JOIN goals AS g ON g.campaign_id = s.campaign_id AND g.contact_id = s.contact_id`
+	}
+	// The contact is there: campaign_sends.contact_id is a foreign key.
+	return `(SELECT c.first_name FROM contacts AS c WHERE c.id = s.contact_id) AS first_name,
+		(SELECT c.phone FROM contacts AS c WHERE c.id = s.contact_id) AS phone,
+		(SELECT w.created_at FROM messages AS w WHERE w.id = s.message_id) AS written_at,
+		(SELECT g.at FROM goals AS g WHERE g.campaign_id = s.campaign_id AND g.contact_id = s.contact_id) AS goal_at
+	FROM campaign_sends AS s`
+}
+
+// campaignSendsSQL is the report's row per added contact, with what it counts of what followed the
+// opening, in one pass over the campaign's sends (the same facts as the CSV's, perContactSQL):
+//   - written_at, the opening's time, from the campaign's own messages (messages_campaign_idx, one
+//     range of an index instead of a lookup per send), or by its id for an opening that does not carry
+//     the campaign's id;
+//   - the first reply after it, a lookup per opened send (firstReplySQL);
+//   - handed_off and opted_out: 1 when the contact's latest alert, latest opt-out of the campaign's
+//     channel, came after the opening, which is when one came after it; each grouped once over the
+//     account's alerts and opt-outs (an alert or a consent event is its contact's account's), instead
+//     of a lookup per send;
+//   - goal_at, the goal the contact reached in this campaign.
+//
+// The arguments are the campaign's id (twice), its account (twice) and its consent channel.
+const campaignSendsSQL = `SELECT q.variant, q.status, q.sent_at, q.written_at,
+	CASE WHEN q.opened THEN ` + "%s" + ` END AS first_reply_at,
+	CASE WHEN q.opened AND ha.last > q.written_at THEN 1 ELSE 0 END AS handed_off,
+	CASE WHEN q.opened AND oe.last > q.written_at THEN 1 ELSE 0 END AS opted_out,
+	g.at AS goal_at
+FROM (SELECT s.campaign_id, s.contact_id, s.variant, s.status, s.sent_at,
+		s.status = 'sent' AND s.sent_at IS NOT NULL AS opened,
+		CASE WHEN s.sent_at IS NOT NULL THEN COALESCE(w.created_at,
+			(SELECT o.created_at FROM messages AS o WHERE o.id = s.message_id)) END AS written_at
+	FROM campaign_sends AS s
+		LEFT JOIN (SELECT id, created_at FROM messages WHERE campaign_id = ?) AS w ON w.id = s.message_id
+	WHERE s.campaign_id = ?) AS q
+	LEFT JOIN goals AS g ON g.campaign_id = q.campaign_id AND g.contact_id = q.contact_id
+	LEFT JOIN (SELECT contact_id, max(created_at) AS last FROM alerts WHERE account_id = ?
+		GROUP BY contact_id) AS ha ON ha.contact_id = q.contact_id
+	LEFT JOIN (SELECT contact_id, max(at) AS last FROM consent_events
+		WHERE account_id = ? AND status = 'opted_out' AND channel IN (?, '*')
+		GROUP BY contact_id) AS oe ON oe.contact_id = q.contact_id`
+
+// reportWorkMem is the memory PostgreSQL may give each of the report's sorts and hashes: enough to
+// keep 100,000 sends' rows and their sort in memory rather than in temporary files.
+const reportWorkMem = "32MB"
 
 // CampaignReport computes a campaign's report in one query. Errors: NOT_FOUND (another account's
 // campaign too).
@@ -145,28 +203,24 @@ func (r *Reader) CampaignReport(ctx context.Context, accountID, campaignID strin
 		loc = time.UTC
 	}
 	opened := `status = 'sent'`
-	count := func(cond string) string { return "sum(CASE WHEN " + cond + " THEN 1 ELSE 0 END)" }
+	// The medians: the rows sorted by how long after the opening (later - written_at, an interval on
+	// PostgreSQL), the minutes computed for the one or two in the middle only.
 	median := func(kind, later string) string {
-		return `SELECT '` + kind + `', 0, CAST(v AS DOUBLE PRECISION), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 FROM (
-			SELECT v, row_number() OVER (ORDER BY v) AS rn, count(*) OVER () AS n FROM (
-				SELECT ` + r.sqlMinutes(later, "written_at") + ` AS v FROM per WHERE ` + opened + ` AND ` + later + ` IS NOT NULL) AS d) AS r
+		return `SELECT '` + kind + `', 0, NULL, CAST(` + r.sqlMinutesOf("d") + ` AS DOUBLE PRECISION), 0, 0, 0, 0, 0 FROM (
+			SELECT d, row_number() OVER (ORDER BY d) AS rn, count(*) OVER () AS n FROM (
+				SELECT ` + r.sqlSince(later, "written_at") + ` AS d FROM per
+				WHERE ` + opened + ` AND ` + later + ` IS NOT NULL AND written_at IS NOT NULL) AS d) AS r
 			WHERE rn IN ((n + 1) / 2, (n + 2) / 2)`
 	}
 	day := func(kind, at string) string {
-		return `SELECT '` + kind + `', ` + r.sqlBucket(at) + `, CAST(NULL AS DOUBLE PRECISION), count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+		return `SELECT '` + kind + `', ` + r.sqlBucket(at) + `, NULL, CAST(NULL AS DOUBLE PRECISION), count(*), 0, 0, 0, 0
 			FROM per WHERE ` + opened + ` AND ` + at + ` IS NOT NULL GROUP BY 2`
 	}
-	query := `WITH per AS MATERIALIZED (` + perContactSQL + `)
-		SELECT 'v' AS kind, variant AS k, CAST(NULL AS DOUBLE PRECISION) AS m, count(*) AS added,
-			` + count(`status IN ('queued', 'held')`) + ` AS queued, ` + count(`status = 'pending'`) + ` AS pending,
-			` + count(opened) + ` AS opened, ` + count(`status = 'failed'`) + ` AS failed,
-			` + count(`status = 'suppressed'`) + ` AS suppressed, ` + count(`status = 'deferred'`) + ` AS deferred,
-			` + count(`status = 'skipped'`) + ` AS skipped,
-			` + count(opened+` AND first_reply_at IS NOT NULL`) + ` AS replied,
-			` + count(opened+` AND handed_off_at IS NOT NULL`) + ` AS handed_off,
-			` + count(opened+` AND goal_at IS NOT NULL`) + ` AS goal,
-			` + count(opened+` AND opted_out_at IS NOT NULL`) + ` AS opted_out
-		FROM per GROUP BY variant
+	query := `WITH per AS MATERIALIZED (` + fmt.Sprintf(campaignSendsSQL, firstReplySQL("q.contact_id", "q.written_at")) + `)
+		SELECT 'v' AS kind, variant AS k, status, CAST(NULL AS DOUBLE PRECISION) AS m, count(*) AS n,
+			count(first_reply_at) AS replied, sum(handed_off) AS handed_off, count(goal_at) AS goal,
+			sum(opted_out) AS opted_out
+		FROM per GROUP BY variant, status
 		UNION ALL ` + day("od", "sent_at") + `
 		UNION ALL ` + day("rd", "first_reply_at") + `
 		UNION ALL ` + day("gd", "goal_at") + `
@@ -174,14 +228,15 @@ func (r *Reader) CampaignReport(ctx context.Context, accountID, campaignID strin
 		UNION ALL ` + median("gm", "goal_at")
 	var rows []reportRow
 	// One statement, so one snapshot: the report adds up even while sends move on. PostgreSQL's JIT
-	// would compile this query for longer than it runs (0.65 s of 1.2 s over 100,000 contacts).
+	// would compile this query for longer than it runs (0.65 s of 1.2 s over 100,000 contacts), and
+	// its default work_mem (4 MB) would sort and keep the rows in temporary files.
 	err = r.store.InTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if !r.isSQLite() {
-			if _, err := tx.ExecContext(ctx, "SET LOCAL jit = off"); err != nil {
+			if _, err := tx.ExecContext(ctx, "SET LOCAL jit = off; SET LOCAL work_mem = '"+reportWorkMem+"'"); err != nil {
 				return err
 			}
 		}
-		return tx.NewRaw(query, c.ChannelLabel(), c.ID).Scan(ctx, &rows)
+		return tx.NewRaw(query, c.ID, c.ID, accountID, accountID, c.ChannelLabel()).Scan(ctx, &rows)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("campaign report: %w", err)
@@ -213,18 +268,31 @@ func buildReport(c *models.Campaign, rows []reportRow, loc *time.Location) *Camp
 	for _, row := range rows {
 		switch row.Kind {
 		case "v":
-			r.Added += row.Added
-			r.Queued += row.Queued
-			r.Pending += row.Pending
-			r.Opened += row.Opened
-			r.Failed += row.Failed
-			r.Suppressed += row.Suppressed
-			r.Deferred += row.Deferred
-			r.Skipped += row.Skipped
-			r.Replied += row.Replied
-			r.HandedOff += row.HandedOff
-			r.GoalReached += row.Goal
-			r.OptedOut += row.OptedOut
+			r.Added += row.N
+			switch row.Status {
+			case models.SendQueued, models.SendHeld:
+				r.Queued += row.N
+			case models.SendPending:
+				r.Pending += row.N
+			case models.SendFailed:
+				r.Failed += row.N
+			case models.SendSuppressed:
+				r.Suppressed += row.N
+			case models.SendDeferred:
+				r.Deferred += row.N
+			case models.SendSkipped:
+				r.Skipped += row.N
+			}
+			// What followed an opening counts for the opened (delivered) sends only.
+			var opened, replied, goal int
+			if row.Status == models.SendSent {
+				opened, replied, goal = row.N, row.Replied, row.Goal
+				r.Opened += opened
+				r.Replied += replied
+				r.HandedOff += row.HandedOff
+				r.GoalReached += goal
+				r.OptedOut += row.OptedOut
+			}
 			v := variants[int(row.K)]
 			if v == nil { // a retired variant
 				i := int(row.K)
@@ -234,13 +302,16 @@ func buildReport(c *models.Campaign, rows []reportRow, loc *time.Location) *Camp
 				}
 				variants[i] = v
 			}
-			v.Added, v.Opened, v.Replied, v.GoalReached = row.Added, row.Opened, row.Replied, row.Goal
+			v.Added += row.N
+			v.Opened += opened
+			v.Replied += replied
+			v.GoalReached += goal
 		case "od":
-			dayOf(row.K).Opened += row.Added
+			dayOf(row.K).Opened += row.N
 		case "rd":
-			dayOf(row.K).Replied += row.Added
+			dayOf(row.K).Replied += row.N
 		case "gd":
-			dayOf(row.K).GoalReached += row.Added
+			dayOf(row.K).GoalReached += row.N
 		case "rm":
 			toReply = append(toReply, *row.M)
 		case "gm":
@@ -361,20 +432,32 @@ func significantlyAbove(x1, n1, x2, n2 int) bool {
 	return se > 0 && (p1-p2)/se > 1.645
 }
 
-// sqlMinutes is the SQL for the minutes from earlier to later, two timestamp columns.
-func (r *Reader) sqlMinutes(later, earlier string) string {
+// sqlSince is the SQL for how long after earlier later came (two timestamp columns), in a form that
+// sorts as the time between them: an interval on PostgreSQL, minutes on SQLite. sqlMinutesOf turns it
+// into minutes.
+func (r *Reader) sqlSince(later, earlier string) string {
 	if r.isSQLite() {
 		return "((julianday(" + later + ") - julianday(" + earlier + ")) * 1440.0)"
 	}
-	return "(EXTRACT(EPOCH FROM (" + later + " - " + earlier + ")) / 60.0)"
+	return "(" + later + " - " + earlier + ")"
 }
 
-// sqlBucket is the SQL for the reportBucket-wide UTC slice a timestamp column falls in.
+// sqlMinutesOf is the SQL for the minutes of d, a value of sqlSince.
+func (r *Reader) sqlMinutesOf(d string) string {
+	if r.isSQLite() {
+		return d
+	}
+	return "(EXTRACT(EPOCH FROM " + d + ") / 60.0)"
+}
+
+// sqlBucket is the SQL for the reportBucket-wide UTC slice a timestamp column falls in. On PostgreSQL
+// in double precision, which is exact here: the epoch's whole seconds (floor) are exact for any time
+// before the year 2200, and so is the floor of a whole number over 900.
 func (r *Reader) sqlBucket(col string) string {
 	if r.isSQLite() {
 		return fmt.Sprintf("(CAST(strftime('%%s', %s) AS INTEGER) / %d)", col, reportBucket)
 	}
-	return fmt.Sprintf("CAST(floor(EXTRACT(EPOCH FROM %s) / %d) AS BIGINT)", col, reportBucket)
+	return fmt.Sprintf("CAST(floor(floor(date_part('epoch', %s)) / %d) AS BIGINT)", col, reportBucket)
 }
 
 // CampaignReportCSVHeader is the header of the report's CSV: one row per added contact.
@@ -432,12 +515,11 @@ func (r *Reader) CampaignReportCSV(ctx context.Context, accountID, campaignID st
 	if err != nil {
 		return err
 	}
+	csvPage := fmt.Sprintf(perContactSQL, r.csvPageColumns(), firstReplySQL("p.contact_id", "p.written_at"))
 	after := ""
 	for {
 		var rows []reportContact
-		err := r.db.NewRaw(`WITH per AS (`+perContactSQL+` AND s.id > ? ORDER BY s.id LIMIT ?)
-			SELECT per.*, c.first_name, c.phone FROM per JOIN contacts AS c ON c.id = per.contact_id ORDER BY per.id`,
-			c.ChannelLabel(), c.ID, after, reportCSVBatch).Scan(ctx, &rows)
+		err := r.db.NewRaw(csvPage, c.ID, after, reportCSVBatch, c.ChannelLabel()).Scan(ctx, &rows)
 		if err != nil {
 			return fmt.Errorf("campaign report csv: %w", err)
 		}

@@ -28,7 +28,7 @@ var (
 const largeAdded = 100_000
 
 // seedLargeCampaign inserts, in batches, a campaign's 100,000 sends and what followed them: 70% opened
-// (delivered) over two days, a third of those replied, every 20th handed off, every 7th reached the
+// (delivered) over two days, each with its opening message, a third of those replied, every 20th handed off, every 7th reached the
 // goal, every 50th opted out; the rest failed, queued or suppressed.
 func seedLargeCampaign(tb testing.TB) *largeCampaign {
 	largeOnce.Do(func() { large, largeErr = seedLarge() })
@@ -88,12 +88,19 @@ func seedLarge() (*largeCampaign, error) {
 				w.Suppressed++
 			default:
 				sent := base.Add(time.Duration(i) * 1700 * time.Millisecond) // 100,000 over two days
-				send.Status, send.SentAt, send.FollowUpsDone = models.SendSent, &sent, true
+				// The opening, written a second before its delivery: the report counts what followed
+				// it from when it was written (the send's message_id).
+				opening := fmt.Sprintf("msg_large_%s_%06do", accID, i)
+				messages = append(messages, models.Message{ID: opening, AccountID: accID, ContactID: id, CampaignID: &c.ID,
+					Direction: models.DirectionOutgoing, Channel: "web", Transport: models.TransportCustom, MessageType: models.MessageTypeText,
+					Body: "Hi", Author: models.AuthorCampaign, Status: models.StatusSent, CreatedAt: sent.Add(-time.Second), SentAt: &sent})
+				send.Status, send.SentAt, send.FollowUpsDone, send.MessageID = models.SendSent, &sent, true, &opening
 				w.Opened++
 				if i%3 == 0 {
+					done := models.BotDone // as the bot leaves a message it answered
 					messages = append(messages, models.Message{ID: fmt.Sprintf("msg_large_%s_%06d", accID, i), AccountID: accID, ContactID: id,
 						Direction: models.DirectionIncoming, Channel: "web", Transport: models.TransportCustom, MessageType: models.MessageTypeText,
-						Body: "yes", Status: "received", CreatedAt: sent.Add(time.Duration(1+i%50) * time.Minute)})
+						Body: "yes", Status: "received", BotStatus: &done, CreatedAt: sent.Add(time.Duration(1+i%50) * time.Minute)})
 					w.Replied++
 				}
 				if i%20 == 1 {
@@ -147,7 +154,7 @@ func isEmptyInsert(rows any) bool {
 // BenchmarkCampaignReport100k times GET /v1/campaigns/{id}/report's query over 100,000 added
 // contacts, after checking that its numbers are the ones seeded:
 //
-//	TEST_DATABASE_URL=... TEST_REDIS_URL=... go test -run '^$' -bench CampaignReport100k -benchtime 10x ./models/
+//	TEST_DATABASE_URL=... TEST_REDIS_URL=... go test -run '^$' -bench CampaignReport100k -benchtime 10x ./models/report/
 func BenchmarkCampaignReport100k(b *testing.B) {
 	lc := seedLargeCampaign(b)
 	ctx := context.Background()

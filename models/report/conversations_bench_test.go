@@ -130,23 +130,30 @@ FROM generate_series(?, ? - 1) AS i, generate_series(0, 2) AS r`,
 	return bi, nil
 }
 
-// queryLog keeps the statements the reader runs while on, for EXPLAIN.
+// queryLog keeps the statements the reader runs while on, for EXPLAIN, and the settings (SET LOCAL)
+// it runs them with.
 type queryLog struct {
-	on      atomic.Bool
-	mu      sync.Mutex
-	queries []string
+	on       atomic.Bool
+	mu       sync.Mutex
+	queries  []string
+	settings []string
 }
 
 func (l *queryLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
 
 func (l *queryLog) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 	q := strings.TrimSpace(e.Query)
-	if !l.on.Load() || !(strings.HasPrefix(q, "SELECT") || strings.HasPrefix(q, "WITH")) {
+	if !l.on.Load() {
 		return
 	}
 	l.mu.Lock()
-	l.queries = append(l.queries, e.Query)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	switch {
+	case strings.HasPrefix(q, "SELECT") || strings.HasPrefix(q, "WITH"):
+		l.queries = append(l.queries, e.Query)
+	case strings.HasPrefix(q, "SET LOCAL"):
+		l.settings = append(l.settings, e.Query)
+	}
 }
 
 var (
@@ -166,7 +173,7 @@ func explainWhen(b *testing.B, variable string, read func() error) {
 	}
 	explainOnce.Do(func() { env.Store.DB().AddQueryHook(explainLog) })
 	explainLog.mu.Lock()
-	explainLog.queries = nil
+	explainLog.queries, explainLog.settings = nil, nil
 	explainLog.mu.Unlock()
 	explainLog.on.Store(true)
 	err := read()
@@ -176,10 +183,13 @@ func explainWhen(b *testing.B, variable string, read func() error) {
 	}
 	for _, q := range explainLog.queries {
 		var lines []string
-		// As the list runs them: JIT off (report.Conversations).
+		// As the reads run them: JIT off (report.Conversations), and the settings the read made
+		// (report.CampaignReport's work_mem).
 		err := env.Store.DB().RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
-			if _, err := tx.ExecContext(ctx, "SET LOCAL jit = off"); err != nil {
-				return err
+			for _, s := range append([]string{"SET LOCAL jit = off"}, explainLog.settings...) {
+				if _, err := tx.ExecContext(ctx, s); err != nil {
+					return err
+				}
 			}
 			return tx.NewRaw("EXPLAIN (ANALYZE, BUFFERS) "+q).Scan(ctx, &lines)
 		})
