@@ -555,28 +555,5 @@ func (l *deliveryLedger) counts() (valid, bad, undelivered, other int) {
 // collect feeds the sink's deliveries to the ledger until the returned stop is called (which drains
 // what the sink handed over, and may be called more than once).
 func (l *deliveryLedger) collect(s *sink, log io.Writer) (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case d := <-s.Deliveries:
-				l.add(d, log)
-			case <-quit:
-				for {
-					select {
-					case d := <-s.Deliveries:
-						l.add(d, log)
-					default:
-						return
-					}
-				}
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() { close(quit) })
-		<-done
-	}
+	return s.feed(func(d delivery) { l.add(d, log) })
 }

@@ -96,6 +96,12 @@ func (t *deliveryTracker) counts() (deliveries, bad, foreign int) {
 // collect feeds the sink's deliveries to the tracker until the returned stop is called (which drains
 // what the sink handed over, and may be called more than once). A nil sink collects nothing.
 func (t *deliveryTracker) collect(s *sink, log io.Writer) (stop func()) {
+	return s.feed(func(d delivery) { t.add(d, log) })
+}
+
+// feed hands the sink's deliveries to add, one at a time, until the returned stop is called (which
+// drains what the sink handed over, and may be called more than once). A nil sink feeds nothing.
+func (s *sink) feed(add func(delivery)) (stop func()) {
 	if s == nil {
 		return func() {}
 	}
@@ -105,12 +111,12 @@ func (t *deliveryTracker) collect(s *sink, log io.Writer) (stop func()) {
 		for {
 			select {
 			case d := <-s.Deliveries:
-				t.add(d, log)
+				add(d)
 			case <-quit:
 				for {
 					select {
 					case d := <-s.Deliveries:
-						t.add(d, log)
+						add(d)
 					default:
 						return
 					}
