@@ -147,6 +147,10 @@ DECLARE
     v_contacts text[];
     v_ats timestamptz[];
     v_reopened text[];
+    v_known text[];
+    v_known_ats timestamptz[];
+    v_carry text[];
+    v_carry_campaigns text[];
 BEGIN
     BEGIN
         WITH x AS (
@@ -200,10 +204,6 @@ BEGIN
                 res.bot_status, res.at
             FROM res, ok WHERE ok.independent
             ON CONFLICT DO NOTHING RETURNING 1
-        ), u AS (
-            UPDATE contacts SET conversation_campaign_id = res.campaign_id FROM res, ok
-            WHERE ok.independent AND res.known_contact IS NOT NULL AND res.campaign_id IS NOT NULL
-              AND contacts.id = res.known_contact
         )
         SELECT ok.independent,
             (SELECT count(*) FROM c) = (SELECT count(*) FROM res WHERE known_contact IS NULL)
@@ -212,10 +212,25 @@ BEGIN
             (SELECT array_agg(res.n ORDER BY res.n) FROM res),
             (SELECT array_agg(res.message_id ORDER BY res.n) FROM res),
             (SELECT array_agg(COALESCE(res.known_contact, res.contact_id) ORDER BY res.n) FROM res),
-            (SELECT array_agg(res.at ORDER BY res.n) FROM res)
-        INTO v_independent, v_complete, v_ord, v_messages, v_contacts, v_ats FROM ok;
+            (SELECT array_agg(res.at ORDER BY res.n) FROM res),
+            (SELECT array_agg(res.known_contact ORDER BY res.known_contact) FROM res WHERE res.known_contact IS NOT NULL),
+            (SELECT array_agg(res.at ORDER BY res.known_contact) FROM res WHERE res.known_contact IS NOT NULL),
+            (SELECT array_agg(res.known_contact ORDER BY res.known_contact) FROM res
+             WHERE res.known_contact IS NOT NULL AND res.campaign_id IS NOT NULL),
+            (SELECT array_agg(res.campaign_id ORDER BY res.known_contact) FROM res
+             WHERE res.known_contact IS NOT NULL AND res.campaign_id IS NOT NULL)
+        INTO v_independent, v_complete, v_ord, v_messages, v_contacts, v_ats, v_known, v_known_ats, v_carry,
+            v_carry_campaigns FROM ok;
         IF v_independent AND NOT v_complete THEN
             RAISE EXCEPTION 'conflict' USING ERRCODE = 'FC003';
+        END IF;
+        -- The batch's known contacts only, and only when there are some: a new contact has no campaign
+        -- to carry over and starts open. As joins over every contact of the batch, these updates were
+        -- planned, on a young database, as scans of all contacts for every batch (docs/performance.md,
+        -- 2026-11-27).
+        IF v_independent AND v_carry IS NOT NULL THEN
+            UPDATE contacts SET conversation_campaign_id = x.campaign
+            FROM unnest(v_carry, v_carry_campaigns) AS x(id, campaign) WHERE contacts.id = x.id;
         END IF;
     EXCEPTION WHEN SQLSTATE 'FC003' OR foreign_key_violation THEN
         v_independent := false;
@@ -274,8 +289,10 @@ func ingestSQL(template string, reopen bool) string {
                 reopened := FOUND;
             END IF;`,
 		"{{batch_reopen}}", `
-        WITH reo AS (`+reopenSQL("unnest(v_contacts, v_ats) AS x(c, at)", "contacts.id = x.c", "x.at")+`)
-        SELECT array_agg(reo.id) INTO v_reopened FROM reo;`,
+        IF v_known IS NOT NULL THEN
+            WITH reo AS (`+reopenSQL("unnest(v_known, v_known_ats) AS x(c, at)", "contacts.id = x.c", "x.at")+`)
+            SELECT array_agg(reo.id) INTO v_reopened FROM reo;
+        END IF;`,
 		"{{batch_reopened}}", ", COALESCE(u.c = ANY(v_reopened), false)",
 		"{{loop_reopened}}", `
         reopened := COALESCE(o.reopened, false);`,
@@ -317,6 +334,18 @@ func ingestReopenMigration(db *bun.DB) migrate.Migration {
 		Name: "20261203100002", Comment: "ingest_reopens_conversations",
 		Up:   postgresOnly(db, drop+ingestFunctionReopenSQL+";\n"+ingestBatchFunctionReopenSQL),
 		Down: postgresOnly(db, drop+ingestFunctionSQL+";\n"+ingestBatchFunctionSQL),
+	}
+}
+
+// ingestBatchKnownContactsMigration re-creates ingest_incoming_batch so that its updates of existing
+// contacts (reopening, the campaign carried over) run only for the batch's known contacts, and not at
+// all for a batch of new senders (ingestSQL's template says why).
+func ingestBatchKnownContactsMigration(db *bun.DB) migrate.Migration {
+	const drop = `DROP FUNCTION IF EXISTS ingest_incoming_batch(jsonb);`
+	return migrate.Migration{
+		Name: "20261204100002", Comment: "ingest_batch_known_contacts",
+		Up:   postgresOnly(db, drop+ingestBatchFunctionReopenSQL),
+		Down: postgresOnly(db, drop+ingestBatchFunctionReopenSQL),
 	}
 }
 

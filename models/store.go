@@ -150,6 +150,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	migrations.Add(ingestReopenMigration(s.db))
 	migrations.Add(contactSearchMigration(s.db))
 	migrations.Add(conversationTableMigration(s.db))
+	migrations.Add(ingestBatchKnownContactsMigration(s.db))
 	migrations.Add(campaignReportIndexesMigration(s.db))
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {
