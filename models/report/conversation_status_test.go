@@ -11,10 +11,9 @@ import (
 	"funnelchat/models/testenv"
 )
 
-// The list by status finds the same conversations, in the same order and pages, whichever way it goes
-// (walking the messages, or through the contacts of a status the account has few of: walkForStatus),
-// alone and with every other filter; each row shows the status it was filtered by; and a snooze whose
-// time has passed is open.
+// The list by status finds the conversations of that status, in order and page by page, alone and with
+// every other filter (the same as the list of every status, kept to that status); each row shows the
+// status it was filtered by; and a snooze whose time has passed is open.
 func TestConversationsByStatus(t *testing.T) {
 	ctx := context.Background()
 	in := newInbox(t)
