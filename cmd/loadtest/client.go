@@ -120,7 +120,9 @@ const defaultRetryAfter = time.Second
 // (defaultRetryAfter without one) before the next attempt, and calling retried with its status. It
 // gives up only when ctx ends. Both answers ask the client to retry (README, "Errors"): a 429 comes
 // before the request is handled, and the incoming endpoint de-duplicates a retry of a message it
-// stored before answering 503 by its messageSid.
+// stored before answering 503 by its messageSid. The outgoing send endpoint has no such key: a 503
+// that came after its message was stored would make the retry a second message (the fill's counts
+// would then show one more than it posted).
 func (c *client) sendPatiently(ctx context.Context, method, path string, body any, retried func(status int)) answer {
 	for {
 		start := time.Now()
