@@ -59,3 +59,6 @@ const IngestFlushersForTest = ingestFlushers
 
 // IngestQueuedForTest is how many messages wait in the ingest batcher's queue for a free flusher.
 func (s *Store) IngestQueuedForTest() int { return len(s.ingest.queue) }
+
+// BackfillFirstRepliesForTest runs the campaign first-reply migration's backfill.
+func BackfillFirstRepliesForTest(ctx context.Context, db *bun.DB) error { return backfillFirstReplies(ctx, db) }

@@ -152,6 +152,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	migrations.Add(conversationTableMigration(s.db))
 	migrations.Add(ingestBatchKnownContactsMigration(s.db))
 	migrations.Add(campaignReportIndexesMigration(s.db))
+	migrations.Add(campaignFirstReplyMigration(s.db))
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)

@@ -100,82 +100,61 @@ type reportRow struct {
 	OptedOut  int      `bun:"opted_out"`
 }
 
-// firstReplySQL is the time of the first reply the contact wrote after written (two SQL expressions of
-// the enclosing query): an incoming message that is neither an opt-out nor a HELP (notAReply), one
-// lookup of messages_replies_idx, which holds the columns it reads (migration 20261204300001).
-func firstReplySQL(contact, written string) string {
-	return `(SELECT min(m.created_at) FROM messages AS m
-		WHERE m.contact_id = ` + contact + ` AND m.direction = 'incoming' AND m.created_at > ` + written + `
-		AND NOT ` + notAReply + `)`
-}
-
-// notAReply is true for an incoming message m that answered nothing the campaign said: an opt-out or a
-// HELP. Both are handled as keywords (bot status "keyword"): the built-in and the account's words, and
-// the plain-language requests the bot reads (its opt_out tool, the offline bot's phrases) through the
-// same path; an opt-in keyword, which records an opted_in event for the message, is a reply.
-const notAReply = `(m.bot_status = '` + models.BotKeyword + `' AND NOT EXISTS (SELECT 1 FROM consent_events AS ei
-		WHERE ei.message_id = m.id AND ei.status = 'opted_in'))`
-
 // perContactSQL is the CSV's row per added contact, for one page of sends: its send, and the times of
 // what followed its opening (written_at: when the opening was written and handed to the channel, so a
 // lead or a bridge that answers before a slow receiver's answer was recorded counts), each a lookup by
-// the page's rows. The page's contact, opening time and goal come from csvPageColumns; the first reply
-// is firstReplySQL. The arguments are the campaign's id, the last send of the previous page ("" for the
-// first), the page's size and the campaign's consent channel.
-const perContactSQL = `WITH page AS (SELECT s.id, s.contact_id, s.variant, s.status, s.sent_at, %s
+// the page's rows. The page's contact and goal come from csvPageColumns; the opening's time and the
+// first reply after it are the send's own written_at and first_reply_at, which the database keeps
+// (models.FirstReplySQL is the rule). The arguments are the campaign's id, the last send of the previous
+// page ("" for the first), the page's size and the campaign's consent channel.
+const perContactSQL = `WITH page AS (SELECT s.id, s.contact_id, s.variant, s.status, s.sent_at, s.written_at, s.first_reply_at, %s
 	WHERE s.campaign_id = ? AND s.id > ? ORDER BY s.id LIMIT ?)
-SELECT p.*,
-	CASE WHEN p.sent_at IS NULL THEN NULL ELSE %s END AS first_reply_at,
+SELECT p.id, p.contact_id, p.variant, p.status, p.sent_at, p.written_at, p.first_name, p.phone, p.goal_at,
+	CASE WHEN p.sent_at IS NULL THEN NULL ELSE p.first_reply_at END AS first_reply_at,
 	CASE WHEN p.sent_at IS NULL THEN NULL ELSE (SELECT min(a.created_at) FROM alerts AS a
 		WHERE a.contact_id = p.contact_id AND a.created_at > p.written_at) END AS handed_off_at,
 	CASE WHEN p.sent_at IS NULL THEN NULL ELSE (SELECT min(e.at) FROM consent_events AS e
 		WHERE e.contact_id = p.contact_id AND e.status = 'opted_out' AND e.channel IN (?, '*') AND e.at > p.written_at) END AS opted_out_at
 FROM page AS p ORDER BY p.id`
 
-// csvPageColumns is the page's contact's first name and phone, its opening's time (written_at) and its
-// goal (goal_at), and the FROM they are read from. On PostgreSQL as scalar subqueries, one lookup each
+// csvPageColumns is the page's contact's first name and phone and its goal (goal_at), and the FROM they
+// are read from. On PostgreSQL as scalar subqueries, one lookup each
 // per row of the page: as joins, its planner may hash a whole table (the contacts, the messages) for
 // one page of 1,000 sends. SQLite runs joins as lookups, and faster than subqueries.
 func (r *Reader) csvPageColumns() string {
 	if r.isSQLite() {
-		return `c.first_name, c.phone, w.created_at AS written_at, g.at AS goal_at
+		return `c.first_name, c.phone, g.at AS goal_at
 	FROM campaign_sends AS s JOIN contacts AS c ON c.id = s.contact_id
-		LEFT JOIN messages AS w ON w.id = s.message_id
 		LEFT JOIN goals AS g ON g.campaign_id = s.campaign_id AND g.contact_id = s.contact_id`
 	}
 	// The contact is there: campaign_sends.contact_id is a foreign key.
 	return `(SELECT c.first_name FROM contacts AS c WHERE c.id = s.contact_id) AS first_name,
 		(SELECT c.phone FROM contacts AS c WHERE c.id = s.contact_id) AS phone,
-		(SELECT w.created_at FROM messages AS w WHERE w.id = s.message_id) AS written_at,
 		(SELECT g.at FROM goals AS g WHERE g.campaign_id = s.campaign_id AND g.contact_id = s.contact_id) AS goal_at
 	FROM campaign_sends AS s`
 }
 
 // campaignSendsSQL is the report's row per added contact, with what it counts of what followed the
 // opening, in one pass over the campaign's sends (the same facts as the CSV's, perContactSQL):
-//   - written_at, the opening's time, from the campaign's own messages (messages_campaign_idx, one
-//     range of an index instead of a lookup per send), or by its id for an opening that does not carry
-//     the campaign's id;
-//   - the first reply after it, a lookup per opened send (firstReplySQL);
+//   - written_at, the opening's time, and first_reply_at, the first reply after it: the send's own
+//     columns, which the database keeps (models.FirstReplySQL is the rule), so the pass reads no
+//     message;
 //   - handed_off and opted_out: 1 when the contact's latest alert, latest opt-out of the campaign's
 //     channel, came after the opening, which is when one came after it; each grouped once over the
 //     account's alerts and opt-outs (an alert or a consent event is its contact's account's), instead
 //     of a lookup per send;
 //   - goal_at, the goal the contact reached in this campaign.
 //
-// The arguments are the campaign's id (twice), its account (twice) and its consent channel.
+// The arguments are the campaign's id, its account (twice) and its consent channel.
 const campaignSendsSQL = `SELECT q.variant, q.status, q.sent_at, q.written_at,
-	CASE WHEN q.opened THEN ` + "%s" + ` END AS first_reply_at,
+	CASE WHEN q.opened THEN q.first_reply_at END AS first_reply_at,
 	CASE WHEN q.opened AND ha.last > q.written_at THEN 1 ELSE 0 END AS handed_off,
 	CASE WHEN q.opened AND oe.last > q.written_at THEN 1 ELSE 0 END AS opted_out,
 	g.at AS goal_at
-FROM (SELECT s.campaign_id, s.contact_id, s.variant, s.status, s.sent_at,
+FROM (SELECT s.campaign_id, s.contact_id, s.variant, s.status, s.sent_at, s.first_reply_at,
 		s.status = 'sent' AND s.sent_at IS NOT NULL AS opened,
-		CASE WHEN s.sent_at IS NOT NULL THEN COALESCE(w.created_at,
-			(SELECT o.created_at FROM messages AS o WHERE o.id = s.message_id)) END AS written_at
-	FROM campaign_sends AS s
-		LEFT JOIN (SELECT id, created_at FROM messages WHERE campaign_id = ?) AS w ON w.id = s.message_id
-	WHERE s.campaign_id = ?) AS q
+		CASE WHEN s.sent_at IS NOT NULL THEN s.written_at END AS written_at
+	FROM campaign_sends AS s WHERE s.campaign_id = ?) AS q
 	LEFT JOIN goals AS g ON g.campaign_id = q.campaign_id AND g.contact_id = q.contact_id
 	LEFT JOIN (SELECT contact_id, max(created_at) AS last FROM alerts WHERE account_id = ?
 		GROUP BY contact_id) AS ha ON ha.contact_id = q.contact_id
@@ -216,7 +195,7 @@ func (r *Reader) CampaignReport(ctx context.Context, accountID, campaignID strin
 		return `SELECT '` + kind + `', ` + r.sqlBucket(at) + `, NULL, CAST(NULL AS DOUBLE PRECISION), count(*), 0, 0, 0, 0
 			FROM per WHERE ` + opened + ` AND ` + at + ` IS NOT NULL GROUP BY 2`
 	}
-	query := `WITH per AS MATERIALIZED (` + fmt.Sprintf(campaignSendsSQL, firstReplySQL("q.contact_id", "q.written_at")) + `)
+	query := `WITH per AS MATERIALIZED (` + campaignSendsSQL + `)
 		SELECT 'v' AS kind, variant AS k, status, CAST(NULL AS DOUBLE PRECISION) AS m, count(*) AS n,
 			count(first_reply_at) AS replied, sum(handed_off) AS handed_off, count(goal_at) AS goal,
 			sum(opted_out) AS opted_out
@@ -236,7 +215,7 @@ func (r *Reader) CampaignReport(ctx context.Context, accountID, campaignID strin
 				return err
 			}
 		}
-		return tx.NewRaw(query, c.ID, c.ID, accountID, accountID, c.ChannelLabel()).Scan(ctx, &rows)
+		return tx.NewRaw(query, c.ID, accountID, accountID, c.ChannelLabel()).Scan(ctx, &rows)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("campaign report: %w", err)
@@ -515,7 +494,7 @@ func (r *Reader) CampaignReportCSV(ctx context.Context, accountID, campaignID st
 	if err != nil {
 		return err
 	}
-	csvPage := fmt.Sprintf(perContactSQL, r.csvPageColumns(), firstReplySQL("p.contact_id", "p.written_at"))
+	csvPage := fmt.Sprintf(perContactSQL, r.csvPageColumns())
 	after := ""
 	for {
 		var rows []reportContact

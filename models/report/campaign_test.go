@@ -189,6 +189,7 @@ func funnelReport() *report.CampaignReport {
 // checkReport fails unless the campaign's report is want.
 func checkReport(t *testing.T, f *funnel, want *report.CampaignReport) {
 	t.Helper()
+	testenv.CheckCampaignSends(t, env.Store.DB(), f.acc.Account.ID)
 	got, err := reader.CampaignReport(context.Background(), f.acc.Account.ID, f.campaign.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -272,3 +272,81 @@ ORDER BY c.id`, accountID).Scan(ctx, &want); err != nil {
 		}
 	}
 }
+
+// CheckCampaignSends fails the test unless the account's campaign sends' written_at and first_reply_at,
+// which database triggers keep (models/campaign_first_reply.go), are what the messages and consent events
+// say, worked out here in Go from the rows: written_at is the opening message's time (NULL without one),
+// first_reply_at the time of the contact's first incoming message after it that is not a keyword, or
+// is a keyword that recorded an opt-in.
+func CheckCampaignSends(t testing.TB, db bun.IDB, accountID string) {
+	t.Helper()
+	ctx := context.Background()
+	var sends []struct {
+		ID           string     `bun:"id"`
+		ContactID    string     `bun:"contact_id"`
+		MessageID    *string    `bun:"message_id"`
+		WrittenAt    *time.Time `bun:"written_at"`
+		FirstReplyAt *time.Time `bun:"first_reply_at"`
+	}
+	if err := db.NewRaw("SELECT id, contact_id, message_id, written_at, first_reply_at FROM campaign_sends WHERE account_id = ? ORDER BY id",
+		accountID).Scan(ctx, &sends); err != nil {
+		t.Fatalf("campaign sends: %v", err)
+	}
+	var messages []struct {
+		ID        string    `bun:"id"`
+		ContactID string    `bun:"contact_id"`
+		Direction string    `bun:"direction"`
+		BotStatus *string   `bun:"bot_status"`
+		CreatedAt time.Time `bun:"created_at"`
+	}
+	if err := db.NewRaw("SELECT id, contact_id, direction, bot_status, created_at FROM messages WHERE account_id = ?",
+		accountID).Scan(ctx, &messages); err != nil {
+		t.Fatalf("messages: %v", err)
+	}
+	var optIns []string
+	if err := db.NewRaw("SELECT message_id FROM consent_events WHERE account_id = ? AND status = 'opted_in' AND message_id IS NOT NULL",
+		accountID).Scan(ctx, &optIns); err != nil {
+		t.Fatalf("consent events: %v", err)
+	}
+	optedIn := map[string]bool{}
+	for _, id := range optIns {
+		optedIn[id] = true
+	}
+	at := map[string]time.Time{}
+	byContact := map[string][]int{}
+	for i, m := range messages {
+		at[m.ID] = m.CreatedAt
+		byContact[m.ContactID] = append(byContact[m.ContactID], i)
+	}
+	same := func(a, b *time.Time) bool { return (a == nil) == (b == nil) && (a == nil || a.Equal(*b)) }
+	show := func(p *time.Time) string {
+		if p == nil {
+			return "NULL"
+		}
+		return p.UTC().Format(time.RFC3339Nano)
+	}
+	for _, s := range sends {
+		var written, first *time.Time
+		if s.MessageID != nil {
+			if w, ok := at[*s.MessageID]; ok {
+				written = &w
+			}
+		}
+		if written != nil {
+			for _, i := range byContact[s.ContactID] {
+				m := messages[i]
+				if m.Direction != "incoming" || !m.CreatedAt.After(*written) || (Str(m.BotStatus) == "keyword" && !optedIn[m.ID]) {
+					continue
+				}
+				if first == nil || m.CreatedAt.Before(*first) {
+					c := m.CreatedAt
+					first = &c
+				}
+			}
+		}
+		if !same(s.WrittenAt, written) || !same(s.FirstReplyAt, first) {
+			t.Errorf("campaign send %s: written_at %s, first_reply_at %s; the messages say %s and %s",
+				s.ID, show(s.WrittenAt), show(s.FirstReplyAt), show(written), show(first))
+		}
+	}
+}
