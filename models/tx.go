@@ -31,9 +31,11 @@ import (
 // queues its campaign sends, with the contact ids sorted (AddToList). An insert that a unique key or
 // a foreign key makes wait counts as a lock of that row.
 //
-// Last, at the commit: the conversations table's rows, which PostgreSQL's deferred triggers update
-// once every statement of the transaction has run (conversation_table.go), in the order the
-// transaction wrote its messages; a conversation's first message share-locks its contact there.
+// Last, at the commit, where PostgreSQL's deferred triggers run once every statement of the transaction
+// has: first the campaign sends whose opening time and first reply a message changes
+// (campaign_first_reply.go: a contact's sends, in id order), then the conversations table's rows
+// (conversation_table.go), each in the order the transaction wrote its messages; a conversation's
+// first message share-locks its contact there.
 //
 // Nothing waits on the network holding a lock or a pooled connection: a delivery reads what it needs,
 // lets the connection go, makes its call, and then writes conditionally (ClaimHandover, RecordAttempt).
