@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,10 @@ const replicaCheckTimeout = 2 * time.Second
 // maxSamples bounds the primary's positions a Replica keeps: beyond it, every other one is dropped,
 // which can only make the measured lag larger (a coarser sample is older), never smaller.
 const maxSamples = 512
+
+// sampleHorizon is how long a sample is kept (twice REPLICA_MAX_LAG when that is longer): long enough
+// for funnelchat_replica_lag_seconds to tell how far behind a replica out of use is, up to about this.
+const sampleHorizon = 10 * time.Minute
 
 // Replica is a PostgreSQL streaming standby that serves a Reader's lag-tolerant reads (see Reader.Route),
 // with the check that measures how far behind the primary it is.
@@ -217,6 +222,7 @@ func (p *Replica) check() {
 	}
 	// A primary that does not answer adds no sample: the replica's bound then only ages, and past
 	// REPLICA_MAX_LAG the reads go to the primary, which answers them as it answers every other.
+	p.pruneSamples()
 
 	var recovering bool
 	var replayed sql.NullString
@@ -246,26 +252,30 @@ func (p *Replica) check() {
 			break
 		}
 	}
-	// Samples older than twice the allowed lag could only bound a replica that is out of use anyway;
-	// one that has not reached them keeps the bound it had, which keeps ageing.
-	for len(p.samples) > 1 && p.now()-p.samples[0].at > 2*p.maxLag {
-		p.samples = p.samples[1:]
-	}
-	if len(p.samples) > maxSamples {
-		thin := p.samples[:0:0]
-		for i := len(p.samples) - 1; i >= 0; i -= 2 {
-			thin = append(thin, p.samples[i])
-		}
-		for i, j := 0, len(thin)-1; i < j; i, j = i+1, j-1 {
-			thin[i], thin[j] = thin[j], thin[i]
-		}
-		p.samples = thin
-	}
 	if lag, ok := p.Lag(); ok && lag <= p.maxLag {
 		p.setState("in use", "read replica in use", "lag", lag.String())
 	} else {
 		p.setState("behind", "read replica is more than REPLICA_MAX_LAG behind; its reads go to the primary",
 			"max_lag", p.maxLag.String(), "lag", lagText(lag, ok))
+	}
+}
+
+// pruneSamples bounds the samples kept, whether or not the replica answers. Samples older than
+// sampleHorizon go: they could only bound a replica that is out of use anyway, and one that has not
+// reached the ones kept keeps the bound it had, which keeps ageing. Beyond maxSamples, every other one
+// goes (the newest stays), so that older samples are ever sparser.
+func (p *Replica) pruneSamples() {
+	horizon := max(2*p.maxLag, sampleHorizon)
+	for len(p.samples) > 1 && p.now()-p.samples[0].at > horizon {
+		p.samples = p.samples[1:]
+	}
+	for len(p.samples) > maxSamples {
+		thin := make([]walSample, 0, len(p.samples)/2+1)
+		for i := len(p.samples) - 1; i >= 0; i -= 2 {
+			thin = append(thin, p.samples[i])
+		}
+		slices.Reverse(thin)
+		p.samples = thin
 	}
 }
 

@@ -274,3 +274,44 @@ func TestReplicaServesTheRoutedReadsWithinTheirLag(t *testing.T) {
 		}
 	})
 }
+
+func TestParseLSN(t *testing.T) {
+	for in, want := range map[string]uint64{"0/0": 0, "0/3016038": 0x3016038, "16/B374D848": 0x16B374D848, "FFFFFFFF/FFFFFFFF": 1<<64 - 1} {
+		if got, err := report.ParseLSN(in); err != nil || got != want {
+			t.Errorf("ParseLSN(%q) = %#x, %v; want %#x", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "3016038", "0/", "/1", "G/1", "1/100000000"} {
+		if got, err := report.ParseLSN(in); err == nil {
+			t.Errorf("ParseLSN(%q) = %#x, want an error", in, got)
+		}
+	}
+}
+
+// TestReplicaKeepsBoundedSamples: a replica that stays behind (or away) for a long time keeps at most
+// 512 of the primary's positions, none older than 10 minutes (or twice REPLICA_MAX_LAG), always the
+// newest, in order.
+func TestReplicaKeepsBoundedSamples(t *testing.T) {
+	const every = 250 * time.Millisecond
+	var ages []time.Duration // 25 minutes of samples, oldest first
+	for age := 25 * time.Minute; age >= 0; age -= every {
+		ages = append(ages, age)
+	}
+	for _, tc := range []struct {
+		maxLag, horizon time.Duration
+	}{{5 * time.Second, 10 * time.Minute}, {time.Hour, 2 * time.Hour}} {
+		kept := report.PruneSamples(tc.maxLag, ages)
+		if len(kept) == 0 || len(kept) > 512 {
+			t.Fatalf("max lag %s: %d samples kept, want 1 to 512", tc.maxLag, len(kept))
+		}
+		if kept[len(kept)-1] != 0 {
+			t.Errorf("max lag %s: the newest sample kept is %s old, want the newest of all", tc.maxLag, kept[len(kept)-1])
+		}
+		if kept[0] > tc.horizon {
+			t.Errorf("max lag %s: a sample %s old kept, want none older than %s", tc.maxLag, kept[0], tc.horizon)
+		}
+		if !slices.IsSortedFunc(kept, func(a, b time.Duration) int { return int(b - a) }) {
+			t.Errorf("max lag %s: samples out of order: %v", tc.maxLag, kept)
+		}
+	}
+}
