@@ -1,9 +1,11 @@
 package api
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -12,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"funnelchat/models/report"
 )
 
 // HTTP metrics, by route pattern (not raw path, so ids do not explode the label space).
@@ -26,8 +30,65 @@ var (
 	rateLimitRejections = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "funnelchat_rate_limit_rejections_total", Help: "Requests refused with 429 by the per-key rate limit.",
 	})
-	registerQueues sync.Once
+	// The lag-tolerant reads (models/report, replica.go), by the database that served each query.
+	replicaReads = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "funnelchat_replica_routed_reads_total",
+		Help: "Queries of the reads a read replica may serve (conversation list, contact search, campaign report and CSV, consent export) by read and by the database that answered them (target: primary or replica).",
+	}, []string{"read", "target"})
+	replicaFallbacks = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "funnelchat_replica_fallbacks_total", Help: "Queries that failed on the read replica and ran again on the primary, by read.",
+	}, []string{"read"})
+	registerQueues  sync.Once
+	registerReplica sync.Once
+	// replicaNow is the replica whose lag /metrics reports: the process's one (nil: none).
+	replicaNow atomic.Pointer[report.Replica]
 )
+
+// readObserver counts the routed reads by target (report.Reader.Route).
+var readObserver = report.Observer{
+	Read:     func(read string, target report.Target) { replicaReads.WithLabelValues(read, string(target)).Inc() },
+	Fallback: func(read string) { replicaFallbacks.WithLabelValues(read).Inc() },
+}
+
+// useReplicaMetrics makes /metrics report rep's lag (the gauges are registered only in a process that
+// has a replica).
+func useReplicaMetrics(rep *report.Replica) {
+	replicaNow.Store(rep)
+	registerReplica.Do(func() { prometheus.MustRegister(replicaCollector{}) })
+}
+
+var (
+	replicaLagDesc = prometheus.NewDesc("funnelchat_replica_lag_seconds",
+		"How far behind the primary the read replica may be (every transaction acknowledged this long ago is on it); +Inf when unknown: unreachable, not a standby, or not measured yet.", nil, nil)
+	replicaInUseDesc = prometheus.NewDesc("funnelchat_replica_in_use",
+		"1 while the read replica serves the routed reads (it answers and is at most REPLICA_MAX_LAG behind), else 0.", nil, nil)
+)
+
+// replicaCollector reports the replica's lag at scrape time.
+type replicaCollector struct{}
+
+func (replicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- replicaLagDesc
+	ch <- replicaInUseDesc
+}
+
+func (replicaCollector) Collect(ch chan<- prometheus.Metric) {
+	rep := replicaNow.Load()
+	if rep == nil {
+		return
+	}
+	lag, ok := rep.Lag()
+	seconds := math.Inf(1)
+	if ok {
+		seconds = lag.Seconds()
+	}
+	inUse := 0.0
+	if rep.InUse() {
+		inUse = 1
+	}
+	ch <- prometheus.MustNewConstMetric(replicaLagDesc, prometheus.GaugeValue, seconds)
+	ch <- prometheus.MustNewConstMetric(replicaInUseDesc, prometheus.GaugeValue, inUse)
+}
 
 // observeRequest records one finished request.
 func observeRequest(c *fiber.Ctx, took time.Duration) {

@@ -49,6 +49,8 @@ func TestMetrics(t *testing.T) {
 		botReplies = `funnelchat_bot_reply_duration_seconds_count`
 		rejections = `funnelchat_rate_limit_rejections_total`
 		delivered  = `funnelchat_deliveries_total{outcome="sent",transport="custom"}`
+		// A read a replica may serve, on the primary in a process without one.
+		routedRead = `funnelchat_replica_routed_reads_total{read="conversations",target="primary"}`
 	)
 	// Scrapers run inside the network: /metrics answers over plain HTTP even when HTTPS is required.
 	before, _ := scrapeMetrics(t, srv)
@@ -59,6 +61,7 @@ func TestMetrics(t *testing.T) {
 		expect(t, do(t, "GET", plain.URL+"/v1/lists", limited, nil), http.StatusTooManyRequests, "RATE_LIMITED")
 	}
 	incoming(t, plain, key, "metrics-1", "mo", "hello")
+	expect(t, do(t, "GET", plain.URL+"/v1/conversations", key, nil), http.StatusOK, "")
 	waitFor(t, 10*time.Second, "a delivered reply", func() bool { return len(hook.deliveries()) == 1 })
 
 	var after map[string]float64
@@ -79,6 +82,7 @@ func TestMetrics(t *testing.T) {
 		{rejections, 2, false},
 		{botReplies, 1, true},
 		{delivered, 1, true},
+		{routedRead, 1, true},
 	} {
 		if _, ok := after[want.series]; !ok {
 			t.Errorf("/metrics lacks %s", want.series)
@@ -94,6 +98,10 @@ func TestMetrics(t *testing.T) {
 		if _, ok := after[want]; !ok {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	// Without DATABASE_REPLICA_URL there is no replica to report on.
+	if strings.Contains(body, "funnelchat_replica_lag_seconds") || strings.Contains(body, "funnelchat_replica_in_use") {
+		t.Error("/metrics reports a replica's lag in a process without one")
 	}
 	if after[`go_goroutines`] <= 0 {
 		t.Errorf("go_goroutines %v", after[`go_goroutines`])

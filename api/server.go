@@ -37,6 +37,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// AsynqRedis is where the queues live, for the asynqmon dashboard at /monitoring/.
 	AsynqRedis asynq.RedisConnOpt
+	// Replica serves the lag-tolerant reads while it is close enough behind (DATABASE_REPLICA_URL,
+	// models/report); nil: every read on Store.
+	Replica *report.Replica
 }
 
 // Server is the api process's HTTP server.
@@ -83,6 +86,11 @@ type credits struct {
 // New builds the server and its routes.
 func New(d Deps) *Server {
 	s := &Server{cfg: d.Config, store: d.Store, reports: report.New(d.Store), redis: d.Redis, queue: d.Queue, log: d.Logger, asynqRedis: d.AsynqRedis}
+	// The reads a replica may serve are counted by target (api/metrics.go) with or without one.
+	s.reports.Route(d.Replica, readObserver)
+	if d.Replica != nil {
+		useReplicaMetrics(d.Replica)
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -23,6 +23,14 @@ type Config struct {
 	RedisURL    string
 	DataDir     string
 
+	// DatabaseReplicaURL is a streaming standby of DATABASE_URL's database that serves the api's
+	// lag-tolerant reads (models/report, Replica); empty: every read goes to DATABASE_URL. Production
+	// mode only.
+	DatabaseReplicaURL string
+	// ReplicaMaxLag is how far behind the primary the replica may be for those reads to go to it;
+	// further behind, or unreachable, they go to the primary.
+	ReplicaMaxLag time.Duration
+
 	// RedisSentinelAddrs (host:port each) and RedisSentinelMaster, set together, make every Redis
 	// client connect through Redis Sentinel to the named master; RedisURL then only supplies the
 	// password and database number.
@@ -89,8 +97,12 @@ type Config struct {
 func Load(getenv func(string) string) (*Config, error) {
 	r := reader{getenv: getenv}
 	c := &Config{
-		DatabaseURL: strings.TrimSpace(getenv("DATABASE_URL")),
-		RedisURL:    strings.TrimSpace(getenv("REDIS_URL")),
+		DatabaseURL:        strings.TrimSpace(getenv("DATABASE_URL")),
+		RedisURL:           strings.TrimSpace(getenv("REDIS_URL")),
+		DatabaseReplicaURL: strings.TrimSpace(getenv("DATABASE_REPLICA_URL")),
+	}
+	if c.DatabaseReplicaURL != "" && c.DatabaseURL == "" {
+		return nil, errors.New("config: DATABASE_REPLICA_URL is set but DATABASE_URL is not: a read replica is for production mode (PostgreSQL), beside its primary")
 	}
 	if err := c.loadSentinel(getenv); err != nil {
 		return nil, err
@@ -118,6 +130,15 @@ func Load(getenv func(string) string) (*Config, error) {
 		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 			return nil, errors.New("config: REDIS_URL: must be a redis:// or rediss:// URL")
 		}
+		if c.DatabaseReplicaURL != "" {
+			u, err = url.Parse(c.DatabaseReplicaURL)
+			if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+				return nil, errors.New("config: DATABASE_REPLICA_URL: must be a postgres:// or postgresql:// URL with a host")
+			}
+			if c.DatabaseReplicaURL == c.DatabaseURL {
+				return nil, errors.New("config: DATABASE_REPLICA_URL: is DATABASE_URL itself; set it to a streaming standby of that database, or leave it unset")
+			}
+		}
 	}
 
 	c.Port = r.intRange("PORT", 8080, 1, 65535)
@@ -141,6 +162,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.WorkerConcurrency = r.intRange("WORKER_CONCURRENCY", 20, 1, 10_000)
 	c.DatabasePoolSize = r.intRange("DATABASE_POOL_SIZE", 0, 1, 10_000)
 	c.SweepInterval = r.duration("SWEEP_INTERVAL", time.Minute)
+	c.ReplicaMaxLag = r.duration("REPLICA_MAX_LAG", 5*time.Second)
 	c.MetricsPort = r.intRange("METRICS_PORT", 0, 0, 65535)
 	c.AdminUser = r.str("ADMIN_USER", "")
 	c.AdminPassword = r.str("ADMIN_PASSWORD", "")

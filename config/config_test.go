@@ -49,6 +49,7 @@ func defaults() *config.Config {
 		BotReplyCredits:        1,
 		WorkerConcurrency:      20,
 		SweepInterval:          time.Minute,
+		ReplicaMaxLag:          5 * time.Second,
 		LogLevel:               slog.LevelInfo,
 	}
 }
@@ -161,6 +162,8 @@ func TestLoadValues(t *testing.T) {
 		"WORKER_CONCURRENCY":        "3",
 		"DATABASE_POOL_SIZE":        "5",
 		"SWEEP_INTERVAL":            "30s",
+		"DATABASE_REPLICA_URL":      "postgres://u:p@replica.internal:5432/app?sslmode=disable",
+		"REPLICA_MAX_LAG":           "2s",
 		"METRICS_PORT":              "9090",
 		"ADMIN_USER":                "ops",
 		"ADMIN_PASSWORD":            "secret",
@@ -178,6 +181,8 @@ func TestLoadValues(t *testing.T) {
 		DatabaseURL:            "postgres://u:p@db.internal:5432/app?sslmode=disable",
 		RedisURL:               "redis://cache.internal:6379/0",
 		DataDir:                "/var/lib/funnelchat",
+		DatabaseReplicaURL:     "postgres://u:p@replica.internal:5432/app?sslmode=disable",
+		ReplicaMaxLag:          2 * time.Second,
 		RequireHTTPS:           true,
 		TrustProxy:             true,
 		TLSCertFile:            "/tls/cert.pem",
@@ -245,6 +250,29 @@ func TestLoadValues(t *testing.T) {
 		}
 		if got.BotReplyCredits != 0 {
 			t.Errorf("BotReplyCredits = %v, want 0", got.BotReplyCredits)
+		}
+	})
+}
+
+func TestLoadReplica(t *testing.T) {
+	t.Run("DATABASE_REPLICA_URL and REPLICA_MAX_LAG in production mode", func(t *testing.T) {
+		got, err := config.Load(env(production(map[string]string{
+			"DATABASE_REPLICA_URL": " postgresql://u:p@replica.internal:5432/app?sslmode=require ", "REPLICA_MAX_LAG": "750ms",
+		})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.DatabaseReplicaURL != "postgresql://u:p@replica.internal:5432/app?sslmode=require" || got.ReplicaMaxLag != 750*time.Millisecond {
+			t.Errorf("replica %q, max lag %s", got.DatabaseReplicaURL, got.ReplicaMaxLag)
+		}
+	})
+	t.Run("no replica by default, REPLICA_MAX_LAG 5s", func(t *testing.T) {
+		got, err := config.Load(env(production(nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.DatabaseReplicaURL != "" || got.ReplicaMaxLag != 5*time.Second {
+			t.Errorf("replica %q, max lag %s", got.DatabaseReplicaURL, got.ReplicaMaxLag)
 		}
 	})
 }
@@ -393,6 +421,15 @@ func TestLoadInvalid(t *testing.T) {
 		{"REDIS_SENTINEL_ADDRS in standalone mode", sentinel("s1:26379"), "DATABASE_URL"},
 		{"REDIS_SENTINEL_PASSWORD without Sentinel", production(map[string]string{"REDIS_SENTINEL_PASSWORD": "pw"}), "REDIS_SENTINEL_PASSWORD"},
 		{"REDIS_URL beside Sentinel not redis", production(map[string]string{"REDIS_URL": "http://x", "REDIS_SENTINEL_ADDRS": "s1:26379", "REDIS_SENTINEL_MASTER": "m"}), "REDIS_URL"},
+		{"DATABASE_REPLICA_URL in standalone mode", map[string]string{"DATABASE_REPLICA_URL": "postgres://replica/app"}, "DATABASE_REPLICA_URL"},
+		{"DATABASE_REPLICA_URL with only REDIS_URL", map[string]string{"REDIS_URL": "redis://cache:6379", "DATABASE_REPLICA_URL": "postgres://replica/app"}, "DATABASE_REPLICA_URL"},
+		{"DATABASE_REPLICA_URL not postgres", production(map[string]string{"DATABASE_REPLICA_URL": "mysql://replica/app"}), "DATABASE_REPLICA_URL"},
+		{"DATABASE_REPLICA_URL without host", production(map[string]string{"DATABASE_REPLICA_URL": "postgres:///app"}), "DATABASE_REPLICA_URL"},
+		{"DATABASE_REPLICA_URL unparsable", production(map[string]string{"DATABASE_REPLICA_URL": "postgres://replica:port/app"}), "DATABASE_REPLICA_URL"},
+		{"DATABASE_REPLICA_URL the primary itself", production(map[string]string{"DATABASE_REPLICA_URL": "postgres://u:p@db.internal:5432/app?sslmode=disable"}), "DATABASE_REPLICA_URL"},
+		{"REPLICA_MAX_LAG zero", production(map[string]string{"DATABASE_REPLICA_URL": "postgres://replica/app", "REPLICA_MAX_LAG": "0s"}), "REPLICA_MAX_LAG"},
+		{"REPLICA_MAX_LAG negative", production(map[string]string{"DATABASE_REPLICA_URL": "postgres://replica/app", "REPLICA_MAX_LAG": "-1s"}), "REPLICA_MAX_LAG"},
+		{"REPLICA_MAX_LAG without unit", production(map[string]string{"DATABASE_REPLICA_URL": "postgres://replica/app", "REPLICA_MAX_LAG": "5"}), "REPLICA_MAX_LAG"},
 		{"SECRETS_KEY not base64", map[string]string{"SECRETS_KEY": "not a key!"}, "SECRETS_KEY"},
 		{"SECRETS_KEY 16 bytes", map[string]string{"SECRETS_KEY": "AAAAAAAAAAAAAAAAAAAAAA=="}, "SECRETS_KEY"},
 		{"SECRETS_KEY 33 bytes", map[string]string{"SECRETS_KEY": strings.Repeat("A", 44)}, "SECRETS_KEY"},

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -65,18 +66,30 @@ const pgReadBuffer = 64 << 10
 // OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker
 // process; poolSize <= 0 keeps the default.
 func OpenPostgres(url string, poolSize int) (*Store, error) {
+	s := &Store{db: OpenPostgresDB(url, poolSize, 0)}
+	s.ingest = newIngestBatcher(s)
+	return s, nil
+}
+
+// OpenPostgresDB opens a pool of poolSize connections (<= 0: database/sql's default) to the PostgreSQL
+// database at url, made as the store's are. It is the store's own pool and that of a second database,
+// the read replica (models/report). dialTimeout > 0 bounds each connection attempt (pgdriver's default
+// is 5 s), unless the URL sets connect_timeout.
+func OpenPostgresDB(url string, poolSize int, dialTimeout time.Duration) *bun.DB {
 	// The driver reads each message of the server whole into its buffer: an error raised inside a
 	// trigger that one of the ingest's functions fired carries both statements' text in its CONTEXT,
 	// past the driver's default 4 KiB, and was read as "bufio: buffer full" (so a deadlock was not
 	// retried as one). 64 KiB a connection holds any of ours.
-	sqldb := sql.OpenDB(pgConnector{pgdriver.NewConnector(pgdriver.WithDSN(url), pgdriver.WithBufferSize(pgReadBuffer))})
+	opts := []pgdriver.Option{pgdriver.WithBufferSize(pgReadBuffer)}
+	if dialTimeout > 0 {
+		opts = append(opts, pgdriver.WithDialTimeout(dialTimeout))
+	}
+	sqldb := sql.OpenDB(pgConnector{pgdriver.NewConnector(append(opts, pgdriver.WithDSN(url))...)})
 	if poolSize > 0 {
 		sqldb.SetMaxOpenConns(poolSize)
 		sqldb.SetMaxIdleConns(poolSize)
 	}
-	s := &Store{db: bun.NewDB(sqldb, pgdialect.New())}
-	s.ingest = newIngestBatcher(s)
-	return s, nil
+	return bun.NewDB(sqldb, pgdialect.New())
 }
 
 // OpenSQLite opens (creating if needed) the SQLite database file at path, for standalone mode and tests

@@ -17,6 +17,7 @@ import (
 	"funnelchat/config"
 	"funnelchat/jobs"
 	"funnelchat/models"
+	"funnelchat/models/report"
 )
 
 func main() {
@@ -73,7 +74,17 @@ func run(cfg *config.Config, log *slog.Logger) error {
 		}
 	}
 
-	srv := api.New(api.Deps{Config: cfg, Store: store, Redis: rdb.Client, Queue: queue, Logger: log, AsynqRedis: rdb.Asynq})
+	var replica *report.Replica
+	if cfg.DatabaseReplicaURL != "" {
+		// Sized like the primary's pool: the routed reads are some of the requests, and all of them
+		// when the replica is in use and the page views are the load.
+		replica = report.OpenReplica(report.ReplicaConfig{
+			PrimaryURL: cfg.DatabaseURL, URL: cfg.DatabaseReplicaURL, PoolSize: cfg.APIDatabasePool(), MaxLag: cfg.ReplicaMaxLag, Logger: log,
+		})
+		defer replica.Close()
+	}
+
+	srv := api.New(api.Deps{Config: cfg, Store: store, Redis: rdb.Client, Queue: queue, Logger: log, AsynqRedis: rdb.Asynq, Replica: replica})
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", cfg.Port))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

@@ -208,14 +208,18 @@ func (r *Reader) CampaignReport(ctx context.Context, accountID, campaignID strin
 	var rows []reportRow
 	// One statement, so one snapshot: the report adds up even while sends move on. PostgreSQL's JIT
 	// would compile this query for longer than it runs (0.65 s of 1.2 s over 100,000 contacts), and
-	// its default work_mem (4 MB) would sort and keep the rows in temporary files.
-	err = r.store.InTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if !r.isSQLite() {
-			if _, err := tx.ExecContext(ctx, "SET LOCAL jit = off; SET LOCAL work_mem = '"+reportWorkMem+"'"); err != nil {
-				return err
+	// its default work_mem (4 MB) would sort and keep the rows in temporary files. It may run on the
+	// read replica (replica.go); the campaign and the account's settings above come from the primary.
+	err = r.routed(ctx, ReadCampaignReport, func(ctx context.Context, on source) error {
+		rows = nil
+		return r.inTx(ctx, on, func(ctx context.Context, tx bun.Tx) error {
+			if !r.isSQLite() {
+				if _, err := tx.ExecContext(ctx, "SET LOCAL jit = off; SET LOCAL work_mem = '"+reportWorkMem+"'"); err != nil {
+					return err
+				}
 			}
-		}
-		return tx.NewRaw(query, c.ID, accountID, accountID, c.ChannelLabel()).Scan(ctx, &rows)
+			return tx.NewRaw(query, c.ID, accountID, accountID, c.ChannelLabel()).Scan(ctx, &rows)
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("campaign report: %w", err)
@@ -488,7 +492,7 @@ const reportCSVBatch = 1000
 
 // CampaignReportCSV calls write with each added contact's row (CampaignReportCSVHeader), in the order
 // they were added, reading them in batches so that memory stays flat for any number. It stops at
-// write's first error. Errors: NOT_FOUND.
+// write's first error. Errors: NOT_FOUND. Each batch may be read on the read replica (replica.go).
 func (r *Reader) CampaignReportCSV(ctx context.Context, accountID, campaignID string, write func([]string) error) error {
 	c, err := r.store.CampaignByID(ctx, accountID, campaignID)
 	if err != nil {
@@ -498,7 +502,10 @@ func (r *Reader) CampaignReportCSV(ctx context.Context, accountID, campaignID st
 	after := ""
 	for {
 		var rows []reportContact
-		err := r.db.NewRaw(csvPage, c.ID, after, reportCSVBatch, c.ChannelLabel()).Scan(ctx, &rows)
+		err := r.routed(ctx, ReadCampaignReportCSV, func(ctx context.Context, on source) error {
+			rows = nil
+			return on.db.NewRaw(csvPage, c.ID, after, reportCSVBatch, c.ChannelLabel()).Scan(ctx, &rows)
+		})
 		if err != nil {
 			return fmt.Errorf("campaign report csv: %w", err)
 		}

@@ -33,7 +33,7 @@ const consentExportBatch = 1000
 
 // ExportConsent calls emit for each of the account's consent events whose time is in [from, to), in
 // order of time, reading them in batches so that memory stays flat for any number of events. It stops
-// at emit's first error.
+// at emit's first error. Each batch may be read on the read replica (replica.go).
 func (r *Reader) ExportConsent(ctx context.Context, accountID string, from, to time.Time, emit func(*ConsentExportRow) error) error {
 	var (
 		afterAt time.Time
@@ -41,15 +41,19 @@ func (r *Reader) ExportConsent(ctx context.Context, accountID string, from, to t
 	)
 	for {
 		var rows []ConsentExportRow
-		q := r.db.NewSelect().TableExpr("consent_events AS e").
-			ColumnExpr(r.store.ColumnsOf((*models.ConsentEvent)(nil), "e")+", c.phone, c.email").
-			Join("JOIN contacts AS c ON c.id = e.contact_id").
-			Where("e.account_id = ? AND e.at >= ? AND e.at < ?", accountID, from.UTC(), to.UTC()).
-			OrderExpr("e.at, e.id").Limit(consentExportBatch)
-		if afterID != "" {
-			q = q.Where("(e.at > ? OR (e.at = ? AND e.id > ?))", afterAt, afterAt, afterID)
-		}
-		if err := q.Scan(ctx, &rows); err != nil {
+		err := r.routed(ctx, ReadConsentExport, func(ctx context.Context, on source) error {
+			rows = nil
+			q := on.db.NewSelect().TableExpr("consent_events AS e").
+				ColumnExpr(r.store.ColumnsOf((*models.ConsentEvent)(nil), "e")+", c.phone, c.email").
+				Join("JOIN contacts AS c ON c.id = e.contact_id").
+				Where("e.account_id = ? AND e.at >= ? AND e.at < ?", accountID, from.UTC(), to.UTC()).
+				OrderExpr("e.at, e.id").Limit(consentExportBatch)
+			if afterID != "" {
+				q = q.Where("(e.at > ? OR (e.at = ? AND e.id > ?))", afterAt, afterAt, afterID)
+			}
+			return q.Scan(ctx, &rows)
+		})
+		if err != nil {
 			return fmt.Errorf("consent export: %w", err)
 		}
 		for i := range rows {

@@ -22,51 +22,60 @@ type ContactRow struct {
 
 // Contacts lists the account's contacts that q finds (the contact search, contact_search.go; a blank
 // q: all of them), newest first. The cursor is the id of the previous page's last contact. Errors:
-// VALIDATION_ERROR for a search that is too long.
+// VALIDATION_ERROR for a search that is too long. It may be read on the read replica (replica.go).
 func (r *Reader) Contacts(ctx context.Context, accountID, q string, page models.Page) ([]ContactRow, string, error) {
 	if err := checkContactQuery(q); err != nil {
 		return nil, "", err
 	}
 	var rows []ContactRow
 	var next string
-	err := r.store.ReadSnapshot(ctx, func(ctx context.Context, db bun.IDB) error {
-		var contacts []models.Contact
-		if err := r.contactsQuery(db, accountID, q, page).Model(&contacts).Scan(ctx); err != nil {
-			return fmt.Errorf("contacts: %w", err)
-		}
-		contacts, next = models.CutPage(contacts, page, func(i int) string { return contacts[i].ID })
-		rows = make([]ContactRow, len(contacts))
-		if len(contacts) == 0 {
-			return nil
-		}
-		ids := make([]string, len(contacts))
-		at := make(map[string]int, len(contacts))
-		for i := range contacts {
-			rows[i].Contact = &contacts[i]
-			ids[i] = contacts[i].ID
-			at[ids[i]] = i
-		}
-		// The page's sender ids and last activity, in one more query over the page's ids
-		// (contact_identities_contact_idx, messages_contact_idx).
-		var extra []struct {
-			ID       string     `bun:"id"`
-			SenderID string     `bun:"sender_id"`
-			Last     *time.Time `bun:"last_at"`
-		}
-		err := db.NewSelect().TableExpr("contacts AS c").ColumnExpr("c.id").
-			ColumnExpr("COALESCE((SELECT MIN(ci.external_id) FROM contact_identities AS ci WHERE ci.contact_id = c.id), '') AS sender_id").
-			ColumnExpr("(SELECT m.created_at FROM messages AS m WHERE m.contact_id = c.id ORDER BY m.id DESC LIMIT 1) AS last_at").
-			Where("c.id IN (?)", bun.In(ids)).Scan(ctx, &extra)
-		if err != nil {
-			return fmt.Errorf("contacts: %w", err)
-		}
-		for _, e := range extra {
-			rows[at[e.ID]].SenderID, rows[at[e.ID]].LastActivityAt = e.SenderID, e.Last
-		}
-		return nil
+	err := r.routed(ctx, ReadContactSearch, func(ctx context.Context, on source) error {
+		return r.snapshot(ctx, on, func(ctx context.Context, db bun.IDB) error {
+			var err error
+			rows, next, err = r.contacts(ctx, db, accountID, q, page)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, "", err
+	}
+	return rows, next, nil
+}
+
+// contacts reads Contacts' page in db's snapshot.
+func (r *Reader) contacts(ctx context.Context, db bun.IDB, accountID, q string, page models.Page) ([]ContactRow, string, error) {
+	var contacts []models.Contact
+	if err := r.contactsQuery(db, accountID, q, page).Model(&contacts).Scan(ctx); err != nil {
+		return nil, "", fmt.Errorf("contacts: %w", err)
+	}
+	contacts, next := models.CutPage(contacts, page, func(i int) string { return contacts[i].ID })
+	rows := make([]ContactRow, len(contacts))
+	if len(contacts) == 0 {
+		return rows, next, nil
+	}
+	ids := make([]string, len(contacts))
+	at := make(map[string]int, len(contacts))
+	for i := range contacts {
+		rows[i].Contact = &contacts[i]
+		ids[i] = contacts[i].ID
+		at[ids[i]] = i
+	}
+	// The page's sender ids and last activity, in one more query over the page's ids
+	// (contact_identities_contact_idx, messages_contact_idx).
+	var extra []struct {
+		ID       string     `bun:"id"`
+		SenderID string     `bun:"sender_id"`
+		Last     *time.Time `bun:"last_at"`
+	}
+	err := db.NewSelect().TableExpr("contacts AS c").ColumnExpr("c.id").
+		ColumnExpr("COALESCE((SELECT MIN(ci.external_id) FROM contact_identities AS ci WHERE ci.contact_id = c.id), '') AS sender_id").
+		ColumnExpr("(SELECT m.created_at FROM messages AS m WHERE m.contact_id = c.id ORDER BY m.id DESC LIMIT 1) AS last_at").
+		Where("c.id IN (?)", bun.In(ids)).Scan(ctx, &extra)
+	if err != nil {
+		return nil, "", fmt.Errorf("contacts: %w", err)
+	}
+	for _, e := range extra {
+		rows[at[e.ID]].SenderID, rows[at[e.ID]].LastActivityAt = e.SenderID, e.Last
 	}
 	return rows, next, nil
 }

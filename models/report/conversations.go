@@ -79,7 +79,8 @@ const AssigneeNone = "none"
 
 // Conversations lists the account's conversations (contacts with at least one message), newest activity
 // first, with each marker as the reader sees it. The cursor is the last message id of the previous
-// page's last conversation. Errors: VALIDATION_ERROR for a search that is too long.
+// page's last conversation. Errors: VALIDATION_ERROR for a search that is too long. It may be read on
+// the read replica (replica.go).
 func (r *Reader) Conversations(ctx context.Context, accountID, readerID string, f ConversationFilter, page models.Page) ([]Conversation, string, error) {
 	if err := checkContactQuery(f.Query); err != nil {
 		return nil, "", err
@@ -91,10 +92,12 @@ func (r *Reader) Conversations(ctx context.Context, accountID, readerID string, 
 	var next string
 	// One time for the whole read: a snooze that ends meanwhile ends for the filter and the rows alike.
 	at := time.Now().UTC()
-	err := r.store.ReadSnapshot(ctx, func(ctx context.Context, db bun.IDB) error {
-		var err error
-		list, next, err = r.conversations(ctx, db, accountID, readerID, f, page, at)
-		return err
+	err := r.routed(ctx, ReadConversations, func(ctx context.Context, on source) error {
+		return r.snapshot(ctx, on, func(ctx context.Context, db bun.IDB) error {
+			var err error
+			list, next, err = r.conversations(ctx, db, accountID, readerID, f, page, at)
+			return err
+		})
 	})
 	return list, next, err
 }

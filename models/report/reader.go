@@ -11,10 +11,14 @@ import (
 	"funnelchat/models"
 )
 
-// Reader runs the read-side queries over a store's database.
+// Reader runs the read-side queries over a store's database, and its lag-tolerant reads on a read
+// replica when one is in use (see Route, replica.go).
 type Reader struct {
 	store *models.Store
 	db    *bun.DB
+	// replica serves the routed reads while it is close enough behind the primary; nil: none.
+	replica  *Replica
+	observer Observer
 }
 
 // New returns the reader over store, whose database and pool it shares.
