@@ -18,7 +18,7 @@ type IngestedForTest struct {
 func (s *Store) IngestForTest(ctx context.Context, accountID string, ins []IncomingInput, oneByOne bool) ([]IngestedForTest, error) {
 	rows := make([]ingestRow, len(ins))
 	for i, in := range ins {
-		m, c := newIncoming(accountID, in)
+		m, c := s.newIncoming(accountID, in)
 		rows[i] = newIngestRow(m, newChannelContact(accountID, in.FromID, c, m.CreatedAt))
 	}
 	var res []ingestResult

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -56,6 +57,19 @@ type Store struct {
 	// secrets seals and opens stored credentials and signing secrets (see UseSecrets); nil: stored
 	// as they are.
 	secrets *Secrets
+	// clock is the time of the incoming messages this store creates, their ids' time included; nil:
+	// time.Now. Only tests set it (export_test.go), to write around a partition's bound.
+	clock func() time.Time
+	// conversionHook is told each step the conversion to partitions reaches (tests only).
+	conversionHook func(step string)
+}
+
+// clockNow is the store's clock.
+func (s *Store) clockNow() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
 }
 
 // pgReadBuffer is the size of each connection's read buffer, which must hold the server's longest
@@ -131,27 +145,60 @@ func (s *Store) DB() *bun.DB { return s.db }
 // IsSQLite reports whether the store runs on SQLite.
 func (s *Store) IsSQLite() bool { return s.db.Dialect().Name() == dialect.SQLite }
 
-// Migrate applies every pending migration. It is safe to run again, and concurrent runs are serialized
-// by bun's migration lock.
+// Migrate applies every pending migration, completes the partitioning of messages and consent_events
+// should a run have stopped half way through it (partitions.go), and makes their partitions for the
+// current month and PartitionMonthsAhead months ahead. It is safe to run again. On PostgreSQL
+// concurrent runs wait for each other (an advisory lock), so the second finds the work done.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrate(ctx, "")
+}
+
+// migrateLockKey is the advisory lock that Migrate holds on PostgreSQL.
+const migrateLockKey = 0x66635f6d69677261 // "fc_migra"
+
+// migrate applies the pending migrations; with before set, only those whose names sort before it, and
+// nothing else (tests that build the schema as it was).
+func (s *Store) migrate(ctx context.Context, before string) error {
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	migrations := migrate.NewMigrations()
-	if err := migrations.Discover(sub); err != nil {
+	all := migrate.NewMigrations()
+	if err := all.Discover(sub); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	migrations.Add(ingestFunctionMigration(s.db))
-	migrations.Add(ingestBatchSetBasedMigration(s.db))
-	migrations.Add(accountForeignKeysMigration(s.db))
-	migrations.Add(assigneeForeignKeyMigration(s.db))
-	migrations.Add(ingestBatchForeignKeyMigration(s.db))
-	migrations.Add(ingestReopenMigration(s.db))
-	migrations.Add(contactSearchMigration(s.db))
-	migrations.Add(conversationTableMigration(s.db))
-	migrations.Add(ingestBatchKnownContactsMigration(s.db))
-	migrations.Add(campaignReportIndexesMigration(s.db))
+	all.Add(ingestFunctionMigration(s.db))
+	all.Add(ingestBatchSetBasedMigration(s.db))
+	all.Add(accountForeignKeysMigration(s.db))
+	all.Add(assigneeForeignKeyMigration(s.db))
+	all.Add(ingestBatchForeignKeyMigration(s.db))
+	all.Add(ingestReopenMigration(s.db))
+	all.Add(contactSearchMigration(s.db))
+	all.Add(conversationTableMigration(s.db))
+	all.Add(ingestBatchKnownContactsMigration(s.db))
+	all.Add(campaignReportIndexesMigration(s.db))
+	all.Add(partitionMigration(s))
+	migrations := all
+	if before != "" {
+		migrations = migrate.NewMigrations()
+		for _, m := range all.Sorted() {
+			if m.Name < before {
+				migrations.Add(m)
+			}
+		}
+	}
+	if !s.IsSQLite() {
+		// bun's own lock (below) makes a second run fail rather than wait.
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(?)", int64(migrateLockKey)); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?)", int64(migrateLockKey)) //nolint:errcheck // closing the session releases it too
+	}
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)
@@ -161,6 +208,14 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	defer m.Unlock(ctx) //nolint:errcheck // the lock row is removed; a failure leaves nothing to undo
 	if _, err := m.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if before != "" || s.IsSQLite() {
+		return nil
+	}
+	// bun marks a migration applied before it runs: a conversion that stopped half way is completed
+	// here (each of its steps finds what is done), and the partitions ahead are made.
+	if err := s.convertToPartitions(ctx, time.Now()); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
