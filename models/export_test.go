@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -59,3 +60,29 @@ const IngestFlushersForTest = ingestFlushers
 
 // IngestQueuedForTest is how many messages wait in the ingest batcher's queue for a free flusher.
 func (s *Store) IngestQueuedForTest() int { return len(s.ingest.queue) }
+
+// SetClockForTest sets the time of the incoming messages the store creates, their ids' time included,
+// so that a test writes into the partition of another month.
+func (s *Store) SetClockForTest(clock func() time.Time) { s.clock = clock }
+
+// OnConversionStepForTest calls f at each step the conversion to partitions reaches (partitions.go).
+func (s *Store) OnConversionStepForTest(f func(step string)) { s.conversionHook = f }
+
+// MigrateBeforeForTest applies only the migrations whose names sort before name: the schema as it was
+// before that migration.
+func (s *Store) MigrateBeforeForTest(ctx context.Context, name string) error { return s.migrate(ctx, name) }
+
+// PartitionMigrationForTest is the name of the migration that partitions messages and consent_events.
+const PartitionMigrationForTest = "20261205100001"
+
+// IDBoundForTest is idBound: the smallest id with prefix created at t or later.
+func IDBoundForTest(prefix string, t time.Time) string { return idBound(prefix, t) }
+
+// MonthStartForTest is the first instant (UTC) of t's month, moved by n months.
+func MonthStartForTest(t time.Time, n int) time.Time { return addMonths(monthStart(t), n) }
+
+// PartitionNameForTest is the name of table's partition of the month that begins at month.
+func PartitionNameForTest(table string, month time.Time) string { return partitionName(table, month) }
+
+// NewIDAtForTest is newIDAt: a new id with prefix made at t.
+func NewIDAtForTest(prefix string, t time.Time) string { return newIDAt(prefix, t) }

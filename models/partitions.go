@@ -728,7 +728,8 @@ const purgeBatch = 2000
 //     claims, in batches of purgeBatch messages;
 //  2. the conversations: each that had a failed delivery in the partition gets the count of those left;
 //     each whose latest message is in the partition (so all of its messages are) is deleted, and the
-//     inbox no longer lists it: a new message makes it anew, with that message alone;
+//     inbox no longer lists it: a new message makes it anew, with that message alone; one whose latest
+//     incoming message is in the partition is no longer unread for it;
 //  3. DETACH PARTITION CONCURRENTLY (SHARE UPDATE EXCLUSIVE on messages, writes and reads go on; it
 //     waits for the queries that still see the partition) and DROP TABLE.
 func (s *Store) DropExpiredMessages(ctx context.Context, now time.Time, months int) ([]string, error) {
@@ -837,9 +838,10 @@ func (s *Store) recountFailed(ctx context.Context, contacts []string, hi string)
 	return nil
 }
 
-// deleteConversationsBelow deletes the conversations whose latest message's id is below hi, walking the
-// table in contact order in short transactions. A message committing meanwhile makes the row newer and
-// keeps it (the DELETE checks the row it locks), or makes it anew.
+// deleteConversationsBelow deletes the conversations whose latest message's id is below hi, and clears
+// the latest incoming message of the others where it is below hi (it is not unread any more: it is
+// gone), walking the table in contact order in short transactions. A message committing meanwhile makes
+// the row newer and keeps it (the DELETE and UPDATE check the row they lock), or makes it anew.
 func (s *Store) deleteConversationsBelow(ctx context.Context, hi string) error {
 	last := ""
 	for {
@@ -847,8 +849,10 @@ func (s *Store) deleteConversationsBelow(ctx context.Context, hi string) error {
 		var next sql.NullString
 		err := s.db.QueryRowContext(ctx, `
 WITH b AS (SELECT contact_id FROM conversations WHERE contact_id > ? ORDER BY contact_id LIMIT ?),
-d AS (DELETE FROM conversations AS cv USING b WHERE cv.contact_id = b.contact_id AND cv.last_message_id < ?)
-SELECT count(*), max(contact_id) FROM b`, last, purgeBatch, hi).Scan(&n, &next)
+d AS (DELETE FROM conversations AS cv USING b WHERE cv.contact_id = b.contact_id AND cv.last_message_id < ?),
+u AS (UPDATE conversations AS cv SET last_incoming_id = NULL FROM b
+      WHERE cv.contact_id = b.contact_id AND cv.last_incoming_id < ? AND cv.last_message_id >= ?)
+SELECT count(*), max(contact_id) FROM b`, last, purgeBatch, hi, hi, hi).Scan(&n, &next)
 		if err != nil {
 			return err
 		}
@@ -902,6 +906,9 @@ func (s *Store) deleteExpiredSQLite(ctx context.Context, cutoff string) error {
 			return err
 		}
 	}
-	_, err := s.db.ExecContext(ctx, "DELETE FROM conversations WHERE last_message_id < ?", cutoff)
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM conversations WHERE last_message_id < ?", cutoff); err != nil {
+		return err
+	}
+	_, err := s.db.ExecContext(ctx, "UPDATE conversations SET last_incoming_id = NULL WHERE last_incoming_id < ?", cutoff)
 	return err
 }
