@@ -70,7 +70,9 @@ func (s *Store) OnConversionStepForTest(f func(step string)) { s.conversionHook 
 
 // MigrateBeforeForTest applies only the migrations whose names sort before name: the schema as it was
 // before that migration.
-func (s *Store) MigrateBeforeForTest(ctx context.Context, name string) error { return s.migrate(ctx, name) }
+func (s *Store) MigrateBeforeForTest(ctx context.Context, name string) error {
+	return s.migrate(ctx, name)
+}
 
 // PartitionMigrationForTest is the name of the migration that partitions messages and consent_events.
 const PartitionMigrationForTest = "20261205100001"
