@@ -804,3 +804,20 @@ func TestRetentionDropsOldMessagesAndNeverConsentEvents(t *testing.T) {
 		t.Errorf("run again: %+v, %v; want nothing done", rep, err)
 	}
 }
+
+// The store's connections keep generic plans for the statements PostgreSQL caches plans of (the hot
+// prepared statements, the ingest functions, the foreign keys' checks): on the partitioned messages
+// table PostgreSQL would otherwise plan them anew on each execution (store.go, genericPlans).
+func TestConnectionsKeepGenericPlans(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("a PostgreSQL setting")
+	}
+	t.Parallel()
+	var mode string
+	if err := env.Store.DB().QueryRowContext(context.Background(), "SHOW plan_cache_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "force_generic_plan" {
+		t.Errorf("plan_cache_mode %q, want force_generic_plan", mode)
+	}
+}

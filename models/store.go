@@ -76,6 +76,24 @@ func (s *Store) clockNow() time.Time {
 // message (see OpenPostgres).
 const pgReadBuffer = 64 << 10
 
+// genericPlans sets plan_cache_mode = force_generic_plan on every connection (unless the URL sets it).
+// It governs only the statements PostgreSQL keeps plans for: the hot prepared statements (prepared.go),
+// the statements inside the ingest functions and triggers, and the foreign keys' checks; bun's other
+// queries are planned once each, as before. All of those find rows by their keys. On the partitioned
+// messages table (partitions.go) a generic plan prunes its partitions when it runs, but PostgreSQL's
+// choice between plans counted every partition in the generic plan's cost, so it chose a custom plan,
+// planned anew on each execution: a message read by id, a reply's update or an attempt's key check cost
+// 40 to 60 µs more each (a PL/pgSQL loop of 5,000 of each, 3 partitions, on the 2-core machine of
+// README "Performance"), which is what the prepared statements were made to save.
+func genericPlans(conf *pgdriver.Config) {
+	if conf.ConnParams == nil {
+		conf.ConnParams = map[string]any{}
+	}
+	if _, set := conf.ConnParams["plan_cache_mode"]; !set {
+		conf.ConnParams["plan_cache_mode"] = "force_generic_plan"
+	}
+}
+
 // OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker
 // process; poolSize <= 0 keeps the default.
 func OpenPostgres(url string, poolSize int) (*Store, error) {
@@ -83,7 +101,7 @@ func OpenPostgres(url string, poolSize int) (*Store, error) {
 	// trigger that one of the ingest's functions fired carries both statements' text in its CONTEXT,
 	// past the driver's default 4 KiB, and was read as "bufio: buffer full" (so a deadlock was not
 	// retried as one). 64 KiB a connection holds any of ours.
-	sqldb := sql.OpenDB(pgConnector{pgdriver.NewConnector(pgdriver.WithDSN(url), pgdriver.WithBufferSize(pgReadBuffer))})
+	sqldb := sql.OpenDB(pgConnector{pgdriver.NewConnector(pgdriver.WithDSN(url), pgdriver.WithBufferSize(pgReadBuffer), genericPlans)})
 	if poolSize > 0 {
 		sqldb.SetMaxOpenConns(poolSize)
 		sqldb.SetMaxIdleConns(poolSize)
