@@ -184,32 +184,13 @@ func ddlTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.
 	}
 }
 
-// ddlAlone runs one statement that PostgreSQL refuses inside a transaction (... CONCURRENTLY) on a
-// connection of its own, its lock waits bounded as ddlTx's.
-func ddlAlone(ctx context.Context, db *bun.DB, query string, args ...any) error {
-	for attempt := 1; ; attempt++ {
-		err := func() error {
-			conn, err := db.Conn(ctx)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET lock_timeout = '%dms'", ddlLockWait.Milliseconds())); err != nil {
-				return err
-			}
-			_, err = conn.ExecContext(ctx, query, args...)
-			if _, rerr := conn.ExecContext(context.Background(), "RESET lock_timeout"); rerr != nil && err == nil {
-				err = rerr
-			}
-			return err
-		}()
-		if err == nil || !isLockWait(err) || attempt >= ddlTries {
-			return err
-		}
-		if err := pause(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)); err != nil {
-			return err
-		}
-	}
+// concurrently runs a ... CONCURRENTLY statement, which PostgreSQL refuses inside a transaction. Such
+// a statement takes SHARE UPDATE EXCLUSIVE, which no read or write waits for, and then waits for the
+// transactions older than it to end; it runs without lock_timeout, since one that gave up half way
+// would leave an invalid index, or a partition pending detach, behind.
+func concurrently(ctx context.Context, db *bun.DB, query string, args ...any) error {
+	_, err := db.ExecContext(ctx, query, args...)
+	return err
 }
 
 // partitionLockKey is the advisory lock that the makers of partitions (admin migrate, the worker's
@@ -373,11 +354,11 @@ CREATE TABLE IF NOT EXISTS reply_claims (
 		return err
 	}
 	if valid.Valid && !valid.Bool {
-		if err := ddlAlone(ctx, db, "DROP INDEX CONCURRENTLY IF EXISTS messages_reply_idx"); err != nil {
+		if err := concurrently(ctx, db, "DROP INDEX CONCURRENTLY IF EXISTS messages_reply_idx"); err != nil {
 			return err
 		}
 	}
-	return ddlAlone(ctx, db, "CREATE INDEX CONCURRENTLY IF NOT EXISTS messages_reply_idx ON messages (reply_to_id) WHERE reply_to_id IS NOT NULL")
+	return concurrently(ctx, db, "CREATE INDEX CONCURRENTLY IF NOT EXISTS messages_reply_idx ON messages (reply_to_id) WHERE reply_to_id IS NOT NULL")
 }
 
 var (
@@ -585,7 +566,7 @@ func finishConversion(ctx context.Context, db *bun.DB, t partitionedTable) error
 		}
 	}
 	for _, ix := range t.leftBehind {
-		if err := ddlAlone(ctx, db, "DROP INDEX CONCURRENTLY IF EXISTS "+ix); err != nil {
+		if err := concurrently(ctx, db, "DROP INDEX CONCURRENTLY IF EXISTS "+ix); err != nil {
 			return err
 		}
 	}
@@ -760,11 +741,11 @@ func (s *Store) DropExpiredMessages(ctx context.Context, now time.Time, months i
 			if err := s.forgetConversations(ctx, p.name, p.hi); err != nil {
 				return dropped, fmt.Errorf("%s: conversations: %w", p.name, err)
 			}
-			err := ddlAlone(ctx, s.db, "ALTER TABLE messages DETACH PARTITION ? CONCURRENTLY", bun.Ident(p.name))
+			err := concurrently(ctx, s.db, "ALTER TABLE messages DETACH PARTITION ? CONCURRENTLY", bun.Ident(p.name))
 			if err != nil {
 				return dropped, fmt.Errorf("%s: detach: %w", p.name, err)
 			}
-		} else if err := ddlAlone(ctx, s.db, "ALTER TABLE messages DETACH PARTITION ? FINALIZE", bun.Ident(p.name)); err != nil {
+		} else if err := concurrently(ctx, s.db, "ALTER TABLE messages DETACH PARTITION ? FINALIZE", bun.Ident(p.name)); err != nil {
 			return dropped, fmt.Errorf("%s: detach: %w", p.name, err)
 		}
 		if err := ddlTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
