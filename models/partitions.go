@@ -193,6 +193,9 @@ func concurrently(ctx context.Context, db *bun.DB, query string, args ...any) er
 	return err
 }
 
+// retentionLockKey is the advisory lock a run of the retention holds (DropExpiredMessages).
+const retentionLockKey = 0x66635f7265746e // "fc_retn"
+
 // partitionLockKey is the advisory lock that the makers of partitions (admin migrate, the worker's
 // task, the conversion) take, so that two of them never make the same partition.
 const partitionLockKey = 0x66635f7061727473 // "fc_parts"
@@ -724,6 +727,17 @@ func (s *Store) DropExpiredMessages(ctx context.Context, now time.Time, months i
 	if done, err := isPartitioned(ctx, s.db, "messages"); err != nil || !done {
 		return nil, err
 	}
+	// One run at a time (every worker schedules the task): another that runs now does the work.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var mine bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(?)", int64(retentionLockKey)).Scan(&mine); err != nil || !mine {
+		return nil, err
+	}
+	defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?)", int64(retentionLockKey)) //nolint:errcheck // closing the session releases it too
 	parts, err := listPartitions(ctx, s.db, "messages")
 	if err != nil {
 		return nil, err
