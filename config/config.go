@@ -76,6 +76,10 @@ type Config struct {
 	// default (see APIDatabasePool and WorkerDatabasePool).
 	DatabasePoolSize int
 	SweepInterval    time.Duration
+	// MessageRetentionMonths is MESSAGE_RETENTION_MONTHS: the worker drops the messages (PostgreSQL:
+	// whole monthly partitions) older than that many whole months before the current one; 0, the
+	// default, keeps every message. Consent events are never dropped (models/partitions.go).
+	MessageRetentionMonths int
 	// MetricsPort is where a separate worker process serves /metrics (0: not served). The api serves
 	// /metrics on PORT.
 	MetricsPort int
@@ -163,6 +167,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.DatabasePoolSize = r.intRange("DATABASE_POOL_SIZE", 0, 1, 10_000)
 	c.SweepInterval = r.duration("SWEEP_INTERVAL", time.Minute)
 	c.ReplicaMaxLag = r.duration("REPLICA_MAX_LAG", 5*time.Second)
+	c.MessageRetentionMonths = r.intRange("MESSAGE_RETENTION_MONTHS", 0, 0, 1200)
 	c.MetricsPort = r.intRange("METRICS_PORT", 0, 0, 65535)
 	c.AdminUser = r.str("ADMIN_USER", "")
 	c.AdminPassword = r.str("ADMIN_PASSWORD", "")

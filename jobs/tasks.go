@@ -23,6 +23,7 @@ const (
 	TypeAlertDeliver   = "alert:deliver"
 	TypeWebhookTest    = "webhook:test"
 	TypeSweep          = "maintenance:sweep"
+	TypePartitions     = "maintenance:partitions"
 )
 
 // BotReplyPayload names the incoming message to answer.

@@ -82,6 +82,7 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 	mux.HandleFunc(TypeAlertDeliver, h.handleAlert)
 	mux.HandleFunc(TypeWebhookTest, h.handleWebhookTest)
 	mux.HandleFunc(TypeSweep, h.handleSweep)
+	mux.HandleFunc(TypePartitions, h.handlePartitions)
 	mux.HandleFunc(TypeMediaCheck, h.handleMediaCheck)
 	mux.HandleFunc(TypeCampaignOpening, h.handleOpening)
 	mux.HandleFunc(TypeCampaignFollowUp, h.handleFollowUp)
@@ -173,6 +174,12 @@ func (w *Worker) Start() error {
 	if _, err := w.scheduler.Register(fmt.Sprintf("@every %s", w.sweep), asynq.NewTask(TypeSweep, nil),
 		asynq.Queue(QueueLow), asynq.Unique(w.sweep), asynq.MaxRetry(0)); err != nil {
 		return fmt.Errorf("register sweep: %w", err)
+	}
+	// The partitions ahead and the retention (partitions.go), hourly: idempotent, and a run that found
+	// a lock taken (it waits for one at most a few seconds at a time) is done by the next.
+	if _, err := w.scheduler.Register("@every 1h", asynq.NewTask(TypePartitions, nil),
+		asynq.Queue(QueueLow), asynq.Unique(time.Hour), asynq.MaxRetry(0), asynq.Timeout(time.Hour)); err != nil {
+		return fmt.Errorf("register partitions: %w", err)
 	}
 	if err := w.scheduler.Start(); err != nil {
 		return fmt.Errorf("start scheduler: %w", err)

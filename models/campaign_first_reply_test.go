@@ -134,7 +134,7 @@ func TestCampaignFirstReplyWaitsForAnOpeningBeingWritten(t *testing.T) {
 	ctx := context.Background()
 	f := newFirstReplyFixture(t)
 	h := holdTx(t, env.Store)
-	openingID := "msg_fr_" + f.sendID
+	openingID := models.NewIDAtForTest("msg_", time.Now())
 	if _, err := h.ExecContext(ctx, "UPDATE campaign_sends SET status = 'pending', message_id = ? WHERE id = ?", openingID, f.sendID); err != nil {
 		t.Fatal(err)
 	}

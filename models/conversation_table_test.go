@@ -183,7 +183,7 @@ func TestConversationTableAssignRacingTheFirstMessage(t *testing.T) {
 	t.Run("message first", func(t *testing.T) {
 		id := contact("Message First")
 		h := holdTx(t, env.Store)
-		if _, err := h.ExecContext(ctx, insert, "msg_race_a_"+id, acc, id, time.Now().UTC()); err != nil {
+		if _, err := h.ExecContext(ctx, insert, testenv.IDPrefix("msg_", time.Now())+"race_a_"+id, acc, id, time.Now().UTC()); err != nil {
 			t.Fatal(err)
 		}
 		var err error
@@ -213,7 +213,7 @@ func TestConversationTableAssignRacingTheFirstMessage(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, err = env.Store.DB().ExecContext(ctx, insert, "msg_race_b_"+id, acc, id, time.Now().UTC())
+			_, err = env.Store.DB().ExecContext(ctx, insert, testenv.IDPrefix("msg_", time.Now())+"race_b_"+id, acc, id, time.Now().UTC())
 		}()
 		// Whether it waits or not, the row must end right: the check below says which way it went wrong.
 		blocked := h.waitBlocked(t, 1, done)

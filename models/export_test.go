@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -18,7 +19,7 @@ type IngestedForTest struct {
 func (s *Store) IngestForTest(ctx context.Context, accountID string, ins []IncomingInput, oneByOne bool) ([]IngestedForTest, error) {
 	rows := make([]ingestRow, len(ins))
 	for i, in := range ins {
-		m, c := newIncoming(accountID, in)
+		m, c := s.newIncoming(accountID, in)
 		rows[i] = newIngestRow(m, newChannelContact(accountID, in.FromID, c, m.CreatedAt))
 	}
 	var res []ingestResult
@@ -62,3 +63,31 @@ func (s *Store) IngestQueuedForTest() int { return len(s.ingest.queue) }
 
 // BackfillFirstRepliesForTest runs the campaign first-reply migration's backfill.
 func BackfillFirstRepliesForTest(ctx context.Context, db *bun.DB) error { return backfillFirstReplies(ctx, db) }
+
+// SetClockForTest sets the time of the incoming messages the store creates, their ids' time included,
+// so that a test writes into the partition of another month.
+func (s *Store) SetClockForTest(clock func() time.Time) { s.clock = clock }
+
+// OnConversionStepForTest calls f at each step the conversion to partitions reaches (partitions.go).
+func (s *Store) OnConversionStepForTest(f func(step string)) { s.conversionHook = f }
+
+// MigrateBeforeForTest applies only the migrations whose names sort before name: the schema as it was
+// before that migration.
+func (s *Store) MigrateBeforeForTest(ctx context.Context, name string) error {
+	return s.migrate(ctx, name)
+}
+
+// PartitionMigrationForTest is the name of the migration that partitions messages and consent_events.
+const PartitionMigrationForTest = "20261205100001"
+
+// IDBoundForTest is idBound: the smallest id with prefix created at t or later.
+func IDBoundForTest(prefix string, t time.Time) string { return idBound(prefix, t) }
+
+// MonthStartForTest is the first instant (UTC) of t's month, moved by n months.
+func MonthStartForTest(t time.Time, n int) time.Time { return addMonths(monthStart(t), n) }
+
+// PartitionNameForTest is the name of table's partition of the month that begins at month.
+func PartitionNameForTest(table string, month time.Time) string { return partitionName(table, month) }
+
+// NewIDAtForTest is newIDAt: a new id with prefix made at t.
+func NewIDAtForTest(prefix string, t time.Time) string { return newIDAt(prefix, t) }

@@ -41,7 +41,23 @@ var entropy = &ulid.LockedMonotonicReader{MonotonicReader: ulid.Monotonic(rand.R
 // newID returns a prefixed, lower-case ULID: unique, and sortable by creation time, which keyset
 // pagination relies on.
 func newID(prefix string) string {
-	return prefix + strings.ToLower(ulid.MustNew(ulid.Timestamp(time.Now()), entropy).String())
+	return newIDAt(prefix, time.Now())
+}
+
+// newIDAt is newID for a row created at t: the ULID's time part is t's millisecond. On PostgreSQL the
+// id decides which monthly partition of messages and consent_events the row lands in
+// (partitions.go), so only the server's clock ever sets it.
+func newIDAt(prefix string, t time.Time) string {
+	return prefix + strings.ToLower(ulid.MustNew(ulid.Timestamp(t), entropy).String())
+}
+
+// idBound is the smallest id with prefix created at t or later: prefix and the ten characters of a
+// ULID that encode t's millisecond (big-endian base32, so ids compare as their times do, in byte
+// order). The bounds of the monthly partitions are idBound of each month's first millisecond.
+func idBound(prefix string, t time.Time) string {
+	var id ulid.ULID
+	_ = id.SetTime(ulid.Timestamp(t)) // only fails beyond the year 10889
+	return prefix + strings.ToLower(id.String()[:10])
 }
 
 // now is the timestamp stored for new rows: UTC, at the microsecond precision PostgreSQL keeps, so a

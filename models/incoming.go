@@ -143,13 +143,16 @@ func plainWord(v string, max int) bool {
 }
 
 // newIncoming is the message IngestIncoming stores for in, and the contact its sender becomes when new.
-func newIncoming(accountID string, in IncomingInput) (*Message, ContactInput) {
+// Its id and time are the server's (the store's clock): on PostgreSQL the id decides the message's
+// monthly partition (partitions.go).
+func (s *Store) newIncoming(accountID string, in IncomingInput) (*Message, ContactInput) {
 	botStatus := BotPending
 	if in.MessageType == MessageTypeReaction {
 		botStatus = BotNone
 	}
+	at := s.clockNow()
 	m := &Message{
-		ID:          newID(prefixMessage),
+		ID:          newIDAt(prefixMessage, at),
 		AccountID:   accountID,
 		Direction:   DirectionIncoming,
 		Channel:     in.Channel,
@@ -161,7 +164,7 @@ func newIncoming(accountID string, in IncomingInput) (*Message, ContactInput) {
 		ToID:        in.ToID,
 		Status:      in.Status,
 		BotStatus:   &botStatus,
-		CreatedAt:   now(),
+		CreatedAt:   at.UTC().Truncate(time.Microsecond),
 	}
 	if in.Transport != "" {
 		m.Transport = in.Transport
@@ -184,7 +187,7 @@ func newIncoming(accountID string, in IncomingInput) (*Message, ContactInput) {
 // conversation when it is resolved or snoozed, all in one transaction. A repeated messageSid returns the
 // first message with duplicate true and changes nothing. in must have passed Validate.
 func (s *Store) IngestIncoming(ctx context.Context, accountID string, in IncomingInput) (msg *Message, duplicate bool, err error) {
-	m, newContact := newIncoming(accountID, in)
+	m, newContact := s.newIncoming(accountID, in)
 
 	if !s.IsSQLite() {
 		firstID, dup, reopened, err := s.ingestPostgres(ctx, m, newChannelContact(accountID, in.FromID, newContact, m.CreatedAt))
@@ -254,9 +257,19 @@ func (s *Store) linkReaction(ctx context.Context, m *Message, reactsTo string) e
 		return nil
 	}
 	var ids []string
-	err := s.db.NewSelect().Model((*Message)(nil)).Column("id").
-		Where("account_id = ? AND (external_id = ? OR provider_message_id = ?) AND id <> ?", m.AccountID, reactsTo, reactsTo, m.ID).
-		Order("id").Limit(1).Scan(ctx, &ids)
+	var err error
+	if s.IsSQLite() {
+		err = s.db.NewSelect().Model((*Message)(nil)).Column("id").
+			Where("account_id = ? AND (external_id = ? OR provider_message_id = ?) AND id <> ?", m.AccountID, reactsTo, reactsTo, m.ID).
+			Order("id").Limit(1).Scan(ctx, &ids)
+	} else {
+		// The messageSid through its claim (messages has no index on external_id: partitions.go).
+		err = s.db.NewRaw(`SELECT id FROM (
+			SELECT message_id AS id FROM message_claims WHERE account_id = ? AND external_id = ?
+			UNION ALL
+			SELECT id FROM messages WHERE account_id = ? AND provider_message_id = ?) AS x
+			WHERE id <> ? ORDER BY id LIMIT 1`, m.AccountID, reactsTo, m.AccountID, reactsTo, m.ID).Scan(ctx, &ids)
+	}
 	if err != nil || len(ids) == 0 {
 		return err
 	}

@@ -79,7 +79,7 @@ BEGIN
                     RAISE EXCEPTION 'retry' USING ERRCODE = 'FC002';
                 END IF;
             END IF;
-
+{{claim}}
             INSERT INTO messages (id, account_id, contact_id, campaign_id, direction, channel, transport,
                 message_type, body, media_url, media_content_type, media_check, external_id, from_id, to_id,
                 status, bot_status, created_at)
@@ -98,9 +98,7 @@ BEGIN
             duplicate := false;
             RETURN;
         EXCEPTION
-            WHEN SQLSTATE 'FC001' THEN
-                SELECT m.id, m.contact_id INTO message_id, contact_id FROM messages m
-                 WHERE m.account_id = p_account_id AND m.external_id = p_external_id;
+            WHEN SQLSTATE 'FC001' THEN{{duplicate_lookup}}
                 duplicate := true;
                 RETURN;
             WHEN SQLSTATE 'FC002' THEN
@@ -194,7 +192,7 @@ BEGIN
             SELECT res.account_id, res.from_id, COALESCE(res.known_contact, res.contact_id), res.at
             FROM res, ok WHERE ok.independent AND res.known_identity IS NULL
             ON CONFLICT DO NOTHING RETURNING 1
-        ), m AS (
+        ){{batch_claim}}, m AS (
             INSERT INTO messages (id, account_id, contact_id, campaign_id, direction, channel, transport,
                 message_type, body, media_url, media_content_type, media_check, external_id, from_id, to_id,
                 status, bot_status, created_at)
@@ -207,7 +205,7 @@ BEGIN
         )
         SELECT ok.independent,
             (SELECT count(*) FROM c) = (SELECT count(*) FROM res WHERE known_contact IS NULL)
-            AND (SELECT count(*) FROM i) = (SELECT count(*) FROM res WHERE known_identity IS NULL)
+            AND (SELECT count(*) FROM i) = (SELECT count(*) FROM res WHERE known_identity IS NULL){{batch_claim_check}}
             AND (SELECT count(*) FROM m) = (SELECT count(*) FROM res),
             (SELECT array_agg(res.n ORDER BY res.n) FROM res),
             (SELECT array_agg(res.message_id ORDER BY res.n) FROM res),
@@ -264,17 +262,87 @@ $fn$`
 // them: storing a message reopens its conversation when resolved or snoozed (reopenSQL, the rule
 // reopenConversation runs on SQLite), in the same transaction, and says so in the column reopened.
 var (
-	ingestFunctionSQL            = ingestSQL(ingestFunctionTemplate, false)
-	ingestBatchFunctionSQL       = ingestSQL(ingestBatchFunctionTemplate, false)
-	ingestFunctionReopenSQL      = ingestSQL(ingestFunctionTemplate, true)
-	ingestBatchFunctionReopenSQL = ingestSQL(ingestBatchFunctionTemplate, true)
+	ingestFunctionSQL            = ingestSQL(ingestFunctionTemplate, false, claimsNone)
+	ingestBatchFunctionSQL       = ingestSQL(ingestBatchFunctionTemplate, false, claimsNone)
+	ingestFunctionReopenSQL      = ingestSQL(ingestFunctionTemplate, true, claimsNone)
+	ingestBatchFunctionReopenSQL = ingestSQL(ingestBatchFunctionTemplate, true, claimsNone)
+)
+
+// How the functions de-duplicate messageSids. Before messages was partitioned (claimsNone), its
+// unique index messages_external_key did, which the INSERT's ON CONFLICT DO NOTHING met. A unique index
+// of a partitioned table must contain the partition key, so it could only hold within each monthly
+// partition; instead each messageSid is claimed in message_claims (primary key (account_id,
+// external_id), naming the message), in the same statement as the message, where the index entry was:
+// exact across partitions, and no more index writes than before (the claim's key replaces the
+// message's). A messageSid stored already fails its claim (FC001, or in a set-based batch FC003) and is
+// answered with the message its claim names. claimsTransition is the same while the conversion fills
+// the claims of the messages stored before them (partitions.go): a messageSid that has no claim yet is
+// still found by messages_external_key.
+const (
+	claimsNone = iota
+	claimsTransition
+	claimsFinal
+)
+
+// ingestClaimSQL claims the messageSid before the message is inserted (ingest_incoming).
+const ingestClaimSQL = `
+            IF p_external_id IS NOT NULL THEN
+                INSERT INTO message_claims (account_id, external_id, message_id)
+                VALUES (p_account_id, p_external_id, p_message_id) ON CONFLICT DO NOTHING;
+                IF NOT FOUND THEN
+                    RAISE EXCEPTION 'duplicate' USING ERRCODE = 'FC001';
+                END IF;
+            END IF;`
+
+// ingestDuplicateSQL answers a messageSid stored already (FC001) with its first message: as before
+// claims, from messages_external_key; with them, from the claim. Under claimsFinal a claim that is not
+// there any more was dropped with its message (MESSAGE_RETENTION_MONTHS) after this call met it: the
+// message is stored anew.
+var ingestDuplicateSQL = map[int]string{
+	claimsNone: `
+                SELECT m.id, m.contact_id INTO message_id, contact_id FROM messages m
+                 WHERE m.account_id = p_account_id AND m.external_id = p_external_id;`,
+	claimsTransition: `
+                SELECT c.message_id INTO message_id FROM message_claims c
+                 WHERE c.account_id = p_account_id AND c.external_id = p_external_id;
+                IF message_id IS NULL THEN
+                    SELECT m.id INTO message_id FROM messages m
+                     WHERE m.account_id = p_account_id AND m.external_id = p_external_id;
+                END IF;
+                SELECT m.contact_id INTO contact_id FROM messages m WHERE m.id = message_id;`,
+	claimsFinal: `
+                SELECT c.message_id INTO message_id FROM message_claims c
+                 WHERE c.account_id = p_account_id AND c.external_id = p_external_id;
+                IF message_id IS NULL AND attempt < 6 THEN
+                    CONTINUE;
+                END IF;
+                SELECT m.contact_id INTO contact_id FROM messages m WHERE m.id = message_id;`,
+}
+
+// ingestBatchClaimSQL claims the set-based batch's messageSids, just before its messages are inserted;
+// a claim that is taken makes the batch go message by message (FC003).
+const (
+	ingestBatchClaimSQL = `, cl AS (
+            INSERT INTO message_claims (account_id, external_id, message_id)
+            SELECT res.account_id, res.external_id, res.message_id
+            FROM res, ok WHERE ok.independent AND res.external_id IS NOT NULL
+            ON CONFLICT DO NOTHING RETURNING 1
+        )`
+	ingestBatchClaimCheckSQL = `
+            AND (SELECT count(*) FROM cl) = (SELECT count(*) FROM res WHERE external_id IS NOT NULL)`
 )
 
 // ingestSQL fills in a function template without reopening, or with it. A contact the message created
 // is open already; an existing one is reopened by the UPDATE's condition (reopenSQL), which locks only
 // a row it changes. In a set-based batch the contacts are distinct (its independence test), so each
 // row is updated at most once.
-func ingestSQL(template string, reopen bool) string {
+func ingestSQL(template string, reopen bool, claims int) string {
+	claim, batchClaim, batchClaimCheck := "", "", ""
+	if claims != claimsNone {
+		claim, batchClaim, batchClaimCheck = ingestClaimSQL, ingestBatchClaimSQL, ingestBatchClaimCheckSQL
+	}
+	template = strings.NewReplacer("{{claim}}", claim, "{{duplicate_lookup}}", ingestDuplicateSQL[claims],
+		"{{batch_claim}}", batchClaim, "{{batch_claim_check}}", batchClaimCheck).Replace(template)
 	if !reopen {
 		return strings.NewReplacer("{{reopened_out}}", "", "{{reopened_column}}", "", "{{reopen}}", "", "{{batch_reopen}}", "", "{{batch_reopened}}", "",
 			"{{loop_reopened}}", "").Replace(template)

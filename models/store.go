@@ -57,11 +57,42 @@ type Store struct {
 	// secrets seals and opens stored credentials and signing secrets (see UseSecrets); nil: stored
 	// as they are.
 	secrets *Secrets
+	// clock is the time of the incoming messages this store creates, their ids' time included; nil:
+	// time.Now. Only tests set it (export_test.go), to write around a partition's bound.
+	clock func() time.Time
+	// conversionHook is told each step the conversion to partitions reaches (tests only).
+	conversionHook func(step string)
+}
+
+// clockNow is the store's clock.
+func (s *Store) clockNow() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
 }
 
 // pgReadBuffer is the size of each connection's read buffer, which must hold the server's longest
 // message (see OpenPostgres).
 const pgReadBuffer = 64 << 10
+
+// genericPlans sets plan_cache_mode = force_generic_plan on every connection (unless the URL sets it).
+// It governs only the statements PostgreSQL keeps plans for: the hot prepared statements (prepared.go),
+// the statements inside the ingest functions and triggers, and the foreign keys' checks; bun's other
+// queries are planned once each, as before. All of those find rows by their keys. On the partitioned
+// messages table (partitions.go) a generic plan prunes its partitions when it runs, but PostgreSQL's
+// choice between plans counted every partition in the generic plan's cost, so it chose a custom plan,
+// planned anew on each execution: a message read by id, a reply's update or an attempt's key check cost
+// 40 to 60 µs more each (a PL/pgSQL loop of 5,000 of each, 3 partitions, on the 2-core machine of
+// README "Performance"), which is what the prepared statements were made to save.
+func genericPlans(conf *pgdriver.Config) {
+	if conf.ConnParams == nil {
+		conf.ConnParams = map[string]any{}
+	}
+	if _, set := conf.ConnParams["plan_cache_mode"]; !set {
+		conf.ConnParams["plan_cache_mode"] = "force_generic_plan"
+	}
+}
 
 // OpenPostgres connects to PostgreSQL at url (postgres://...). The pool is sized for one api or worker
 // process; poolSize <= 0 keeps the default.
@@ -80,7 +111,7 @@ func OpenPostgresDB(url string, poolSize int, dialTimeout time.Duration) *bun.DB
 	// trigger that one of the ingest's functions fired carries both statements' text in its CONTEXT,
 	// past the driver's default 4 KiB, and was read as "bufio: buffer full" (so a deadlock was not
 	// retried as one). 64 KiB a connection holds any of ours.
-	opts := []pgdriver.Option{pgdriver.WithBufferSize(pgReadBuffer)}
+	opts := []pgdriver.Option{pgdriver.WithBufferSize(pgReadBuffer), genericPlans}
 	if dialTimeout > 0 {
 		opts = append(opts, pgdriver.WithDialTimeout(dialTimeout))
 	}
@@ -144,28 +175,61 @@ func (s *Store) DB() *bun.DB { return s.db }
 // IsSQLite reports whether the store runs on SQLite.
 func (s *Store) IsSQLite() bool { return s.db.Dialect().Name() == dialect.SQLite }
 
-// Migrate applies every pending migration. It is safe to run again, and concurrent runs are serialized
-// by bun's migration lock.
+// Migrate applies every pending migration, completes the partitioning of messages and consent_events
+// should a run have stopped half way through it (partitions.go), and makes their partitions for the
+// current month and PartitionMonthsAhead months ahead. It is safe to run again. On PostgreSQL
+// concurrent runs wait for each other (an advisory lock), so the second finds the work done.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrate(ctx, "")
+}
+
+// migrateLockKey is the advisory lock that Migrate holds on PostgreSQL.
+const migrateLockKey = 0x66635f6d69677261 // "fc_migra"
+
+// migrate applies the pending migrations; with before set, only those whose names sort before it, and
+// nothing else (tests that build the schema as it was).
+func (s *Store) migrate(ctx context.Context, before string) error {
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	migrations := migrate.NewMigrations()
-	if err := migrations.Discover(sub); err != nil {
+	all := migrate.NewMigrations()
+	if err := all.Discover(sub); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	migrations.Add(ingestFunctionMigration(s.db))
-	migrations.Add(ingestBatchSetBasedMigration(s.db))
-	migrations.Add(accountForeignKeysMigration(s.db))
-	migrations.Add(assigneeForeignKeyMigration(s.db))
-	migrations.Add(ingestBatchForeignKeyMigration(s.db))
-	migrations.Add(ingestReopenMigration(s.db))
-	migrations.Add(contactSearchMigration(s.db))
-	migrations.Add(conversationTableMigration(s.db))
-	migrations.Add(ingestBatchKnownContactsMigration(s.db))
-	migrations.Add(campaignReportIndexesMigration(s.db))
-	migrations.Add(campaignFirstReplyMigration(s.db))
+	all.Add(ingestFunctionMigration(s.db))
+	all.Add(ingestBatchSetBasedMigration(s.db))
+	all.Add(accountForeignKeysMigration(s.db))
+	all.Add(assigneeForeignKeyMigration(s.db))
+	all.Add(ingestBatchForeignKeyMigration(s.db))
+	all.Add(ingestReopenMigration(s.db))
+	all.Add(contactSearchMigration(s.db))
+	all.Add(conversationTableMigration(s.db))
+	all.Add(ingestBatchKnownContactsMigration(s.db))
+	all.Add(campaignReportIndexesMigration(s.db))
+	all.Add(partitionMigration(s))
+	all.Add(campaignFirstReplyMigration(s.db))
+	migrations := all
+	if before != "" {
+		migrations = migrate.NewMigrations()
+		for _, m := range all.Sorted() {
+			if m.Name < before {
+				migrations.Add(m)
+			}
+		}
+	}
+	if !s.IsSQLite() {
+		// bun's own lock (below) makes a second run fail rather than wait.
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(?)", int64(migrateLockKey)); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?)", int64(migrateLockKey)) //nolint:errcheck // closing the session releases it too
+	}
 	m := migrate.NewMigrator(s.db, migrations)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)
@@ -175,6 +239,14 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	defer m.Unlock(ctx) //nolint:errcheck // the lock row is removed; a failure leaves nothing to undo
 	if _, err := m.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if before != "" || s.IsSQLite() {
+		return nil
+	}
+	// bun marks a migration applied before it runs: a conversion that stopped half way is completed
+	// here (each of its steps finds what is done), and the partitions ahead are made.
+	if err := s.convertToPartitions(ctx, time.Now()); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil

@@ -37,6 +37,16 @@ import (
 // (conversation_table.go), each in the order the transaction wrote its messages; a conversation's
 // first message share-locks its contact there.
 //
+// Claims (PostgreSQL, partitions.go) are taken where the unique index entries they replace were: a
+// messageSid's row of message_claims just before its message is inserted (the ingest functions), a
+// reply's row of reply_claims by the message insert's BEFORE trigger. A claim that another transaction
+// holds uncommitted makes the insert wait, as the unique keys did, and counts as a lock of that message.
+// The retention's recount of failed deliveries (DropExpiredMessages) locks only conversations rows, in
+// contact id order. DDL on the partitioned tables that writes would queue behind (the conversion's
+// steps, a partition's attach, a detached partition's drop) waits for a table lock at most 400 ms,
+// below the deadlock check's 1 s, and is tried again later: a writer is never held up behind it for
+// longer. The ... CONCURRENTLY statements (an index, a partition's detach) hold up no writer.
+//
 // Nothing waits on the network holding a lock or a pooled connection: a delivery reads what it needs,
 // lets the connection go, makes its call, and then writes conditionally (ClaimHandover, RecordAttempt).
 //

@@ -42,9 +42,13 @@ func IsUnavailable(err error) bool {
 		// connection freed elsewhere lets the retry in.
 		// 40P01 and 40001 are a deadlock or a serialization failure that outlasted inTx's runs: the
 		// same request a moment later succeeds.
+		// A row with no partition to go to (23514 "no partition of relation ... found for row"): the
+		// partitions ahead were not made (README, "Partitioning"); the worker's hourly task or the next
+		// admin migrate makes them, and the client's retry then stores the message.
 		state := pgErr.Field('C')
 		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P") || strings.HasPrefix(state, "53") ||
-			state == "40P01" || state == "40001"
+			state == "40P01" || state == "40001" ||
+			(state == "23514" && strings.HasPrefix(pgErr.Field('M'), "no partition of relation"))
 	}
 	return false
 }

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"funnelchat/cmd/internal/boot"
@@ -72,7 +74,16 @@ func run(args []string, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if args[0] == "migrate" {
+		// No deadline: the conversion of a large messages table to partitions validates and copies
+		// for as long as the table takes (README, "Partitioning"). An interrupted run is completed by
+		// the next one.
+		ctx, cancel = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	} else {
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
+	}
 	defer cancel()
 	return command(ctx, store, rest, out)
 }

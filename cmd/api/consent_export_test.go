@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"funnelchat/models"
+	"funnelchat/models/testenv"
 )
 
 // TestConsentExportStreamsInFlatMemory exports 10,000 and then 100,000 consent events from the api
@@ -46,9 +47,11 @@ func TestConsentExportStreamsInFlatMemory(t *testing.T) {
 	began := time.Now()
 	ctx := context.Background()
 	batch := make([]models.ConsentEvent, 0, 1000)
+	// Ids of the clock's time (the ids' time, not the events' at, places them in a partition).
+	idPrefix := testenv.IDPrefix("cns_", began)
 	for i := range total {
 		batch = append(batch, models.ConsentEvent{
-			ID: fmt.Sprintf("cns_export%07d", i), AccountID: accountID, ContactID: contactID, Channel: "sms",
+			ID: fmt.Sprintf("%sexport%07d", idPrefix, i), AccountID: accountID, ContactID: contactID, Channel: "sms",
 			Status: []string{models.ConsentOptedIn, models.ConsentOptedOut}[i%2], Source: "import",
 			Text: "I agree to receive texts from Acme Dental about my appointments", IP: strPtr("203.0.113.7"),
 			At: t0.Add(time.Duration(i) * time.Second),

@@ -90,7 +90,7 @@ func seedLarge() (*largeCampaign, error) {
 				sent := base.Add(time.Duration(i) * 1700 * time.Millisecond) // 100,000 over two days
 				// The opening, written a second before its delivery: the report counts what followed
 				// it from when it was written (the send's message_id).
-				opening := fmt.Sprintf("msg_large_%s_%06do", accID, i)
+				opening := fmt.Sprintf("%slarge_%s_%06do", testenv.IDPrefix("msg_", base), accID, i)
 				messages = append(messages, models.Message{ID: opening, AccountID: accID, ContactID: id, CampaignID: &c.ID,
 					Direction: models.DirectionOutgoing, Channel: "web", Transport: models.TransportCustom, MessageType: models.MessageTypeText,
 					Body: "Hi", Author: models.AuthorCampaign, Status: models.StatusSent, CreatedAt: sent.Add(-time.Second), SentAt: &sent})
@@ -98,7 +98,7 @@ func seedLarge() (*largeCampaign, error) {
 				w.Opened++
 				if i%3 == 0 {
 					done := models.BotDone // as the bot leaves a message it answered
-					messages = append(messages, models.Message{ID: fmt.Sprintf("msg_large_%s_%06d", accID, i), AccountID: accID, ContactID: id,
+					messages = append(messages, models.Message{ID: fmt.Sprintf("%slarge_%s_%06d", testenv.IDPrefix("msg_", base), accID, i), AccountID: accID, ContactID: id,
 						Direction: models.DirectionIncoming, Channel: "web", Transport: models.TransportCustom, MessageType: models.MessageTypeText,
 						Body: "yes", Status: "received", BotStatus: &done, CreatedAt: sent.Add(time.Duration(1+i%50) * time.Minute)})
 					w.Replied++
@@ -114,7 +114,7 @@ func seedLarge() (*largeCampaign, error) {
 					w.GoalReached++
 				}
 				if i%50 == 2 {
-					events = append(events, models.ConsentEvent{ID: fmt.Sprintf("cns_large_%s_%06d", accID, i), AccountID: accID, ContactID: id,
+					events = append(events, models.ConsentEvent{ID: fmt.Sprintf("%slarge_%s_%06d", testenv.IDPrefix("cns_", base), accID, i), AccountID: accID, ContactID: id,
 						Channel: "web", Status: models.ConsentOptedOut, Source: "api", At: sent.Add(3 * time.Hour)})
 					w.OptedOut++
 				}

@@ -51,7 +51,7 @@ func TestConsentExport(t *testing.T) {
 			status = models.ConsentOptedOut
 		}
 		events[i] = models.ConsentEvent{
-			ID: fmt.Sprintf("cns_t%s_%06d", strings.ToLower(accID[len(accID)-8:]), perm[i]), AccountID: accID, ContactID: contact,
+			ID: fmt.Sprintf("%st%s_%06d", testenv.IDPrefix("cns_", t0), strings.ToLower(accID[len(accID)-8:]), perm[i]), AccountID: accID, ContactID: contact,
 			Channel: "sms", Status: status, Source: "import", Text: fmt.Sprintf("event %d", i), At: atOf(i),
 		}
 	}

@@ -106,7 +106,7 @@ SELECT ? || lpad((r * ? + (i::bigint * 7919) % ?)::text, 9, '0'), ?, ? || lpad(i
     CASE WHEN r = 1 THEN 'bot' ELSE '' END, CASE WHEN r = 1 THEN 'sent' ELSE 'received' END,
     ?::timestamptz + (r * ? + (i::bigint * 7919) % ?) * interval '10 milliseconds'
 FROM generate_series(?, ? - 1) AS i, generate_series(0, 2) AS r`,
-			"msg_big_"+id+"_", n, n, id, "ct_big_"+id+"_", now.Add(-30*24*time.Hour), n, n, from, to).Exec(ctx); err != nil {
+			testenv.IDPrefix("msg_", now)+"big_"+id+"_", n, n, id, "ct_big_"+id+"_", now.Add(-30*24*time.Hour), n, n, from, to).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("fill messages: %w", err)
 		}
 	}

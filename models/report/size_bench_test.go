@@ -293,7 +293,7 @@ func fillSizeInbox() (*sizeInbox, error) {
 	// Sixty days of history up to now.
 	shape := sizeShape{n: n, m: m, base: now.Add(-60 * 24 * time.Hour)}
 	shape.stepUS = (60 * 24 * time.Hour).Microseconds() / (shape.rounds() * n)
-	args := sizeArgs{Acct: id, CP: "ct_sz_" + id + "_", MP: "msg_sz_" + id + "_", AP: "alr_sz_" + id + "_", SP: "snd_sz_" + id + "_",
+	args := sizeArgs{Acct: id, CP: "ct_sz_" + id + "_", MP: testenv.IDPrefix("msg_", time.Now()) + "sz_" + id + "_", AP: "alr_sz_" + id + "_", SP: "snd_sz_" + id + "_",
 		UserA: users[0], UserB: users[1], Campaign: c.ID, N: n, M: m, S: sends, L: long, Step: shape.stepUS, Base: shape.base, Now: now}
 	si := &sizeInbox{accountID: id, userA: users[0], userB: users[1], campaignID: c.ID, longContact: args.CP + "long",
 		shape: shape, sends: int(sends), long: int(long)}

@@ -7,10 +7,12 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/uptrace/bun"
 
 	"funnelchat/models"
@@ -20,6 +22,14 @@ import (
 // seq makes the emails, sender ids and message ids below unique within the test binary; the clock in
 // them keeps them apart from other runs on the same database.
 var seq atomic.Int64
+
+// IDPrefix is prefix ("msg_", "cns_") and the part of an id that its time t makes (ids are lower-case
+// ULIDs): fixtures that insert messages or consent events directly start their ids with it, so that on
+// PostgreSQL the rows fall in the partition of t's month (models/partitions.go). An id that is not
+// shaped so, such as "msg_x", sorts after every partition and is refused.
+func IDPrefix(prefix string, t time.Time) string {
+	return prefix + strings.ToLower(ulid.MustNew(ulid.Timestamp(t), nil).String()[:10])
+}
 
 // UniqueEmail returns an email no other test uses (users' emails are unique across accounts).
 func UniqueEmail(name string) string {

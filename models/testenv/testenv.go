@@ -248,6 +248,19 @@ func (e *Env) Getenv(overrides ...string) func(string) string {
 // key), dropped when the test ends: for tests that change what every row of a table holds.
 func (e *Env) FreshStore(t testing.TB) *models.Store {
 	t.Helper()
+	store := e.FreshUnmigratedStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatalf("fresh store: %v", err)
+	}
+	return store
+}
+
+// FreshUnmigratedStore is FreshStore without the migrations: for tests that build the schema as it was
+// before a migration.
+func (e *Env) FreshUnmigratedStore(t testing.TB) *models.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var store *models.Store
@@ -263,9 +276,6 @@ func (e *Env) FreshStore(t testing.TB) *models.Store {
 		if err == nil {
 			t.Cleanup(func() { _ = store.Close() })
 		}
-	}
-	if err == nil {
-		err = store.Migrate(ctx)
 	}
 	if err != nil {
 		t.Fatalf("fresh store: %v", err)
