@@ -62,7 +62,9 @@ const IngestFlushersForTest = ingestFlushers
 func (s *Store) IngestQueuedForTest() int { return len(s.ingest.queue) }
 
 // BackfillFirstRepliesForTest runs the campaign first-reply migration's backfill.
-func BackfillFirstRepliesForTest(ctx context.Context, db *bun.DB) error { return backfillFirstReplies(ctx, db) }
+func BackfillFirstRepliesForTest(ctx context.Context, db *bun.DB) error {
+	return backfillFirstReplies(ctx, db)
+}
 
 // SetClockForTest sets the time of the incoming messages the store creates, their ids' time included,
 // so that a test writes into the partition of another month.
