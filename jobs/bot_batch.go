@@ -57,8 +57,20 @@ var errQueueClosed = errors.New("enqueue bot reply: the queue is closed")
 // botBatchTaskID is a batch's task id: its first message's, which is new only once.
 func botBatchTaskID(firstMessageID string) string { return "bots:" + firstMessageID }
 
-// botBatchKey is the Redis key that names the batch task holding a message's bot reply.
-func botBatchKey(messageID string) string { return "botbatch:" + messageID }
+// botBatchKey is the Redis key that names the batch task holding a message's bot reply. It is in the
+// bot replies' slot (BesideBotReplies), as batchMarkScript sets it beside the batch task's key.
+func botBatchKey(messageID string) string { return BesideBotReplies("botbatch:", messageID) }
+
+// legacyBotBatchKey is the marker's name before it carried the bot replies' hash tag. A batch an api
+// of the earlier release queued during the deploy is marked under it for botMarkerTTL;
+// BotReplyInProgress still reads it. (Remove after a release.)
+func legacyBotBatchKey(messageID string) string { return "botbatch:" + messageID }
+
+// BesideBotReplies names a Redis key in the slot of the bot replies' queue on Redis Cluster: prefix,
+// then the queue's hash tag as asynq writes it in its keys (asynq:{default}:...), then ":" and name. A
+// key that a script sets beside a bot reply's task (BotReplyAndSet, the batch's markers) must be; the
+// price is that all of them live on the master of that one slot.
+func BesideBotReplies(prefix, name string) string { return prefix + "{" + QueueDefault + "}:" + name }
 
 // botEnqueue is one incoming request's enqueue waiting for its batch; key is "" when there is no
 // de-duplication key to set with it (BotReplyToNew).
@@ -126,7 +138,8 @@ func (b *botBatcher) flush(batch []*botEnqueue) {
 }
 
 // batchMarkScript sets, once the batch task is in Redis, each message's marker (the batch's task id)
-// and the de-duplication keys of those that have one, as setIfQueuedScript does for one message.
+// and the de-duplication keys of those that have one, as setIfQueuedScript does for one message. Every
+// key is in the bot replies' slot (BesideBotReplies), as Redis Cluster requires of a script's keys.
 //
 //	KEYS[1] the batch task's key (asynqTaskKey); then the N markers; then the keys to set
 //	ARGV[1] the batch's task id, ARGV[2] the markers' TTL in ms, ARGV[3] N; then per key its value and TTL in ms

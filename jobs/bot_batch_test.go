@@ -55,7 +55,7 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	q, mini := batchQueue(t)
 	ctx := context.Background()
 	// Warm: the queue's registration and the scripts.
-	if _, err := q.BotReplyAndSet(ctx, "msg_warm", "k_warm", "msg_warm", time.Hour); err != nil {
+	if _, err := q.BotReplyAndSet(ctx, "msg_warm", tk("warm"), "msg_warm", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	hold := &holdFirstScript{release: make(chan struct{})}
@@ -73,7 +73,7 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 			return
 		}
 		var setErr error
-		setErr, errs[i] = q.BotReplyAndSet(ctx, ids[i], "k_"+ids[i], ids[i], time.Hour)
+		setErr, errs[i] = q.BotReplyAndSet(ctx, ids[i], tk(ids[i]), ids[i], time.Hour)
 		if errs[i] == nil {
 			errs[i] = setErr
 		}
@@ -123,11 +123,11 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	}
 	for i, id := range ids[1:] {
 		if keyless(i + 1) {
-			if mini.Exists("k_" + id) {
+			if mini.Exists(tk(id)) {
 				t.Fatalf("%s: a key set for an enqueue that named none", id)
 			}
-		} else if v, _ := mini.Get("k_" + id); v != id || mini.TTL("k_"+id) != time.Hour {
-			t.Fatalf("%s: key %q, TTL %s", id, v, mini.TTL("k_"+id))
+		} else if v, _ := mini.Get(tk(id)); v != id || mini.TTL(tk(id)) != time.Hour {
+			t.Fatalf("%s: key %q, TTL %s", id, v, mini.TTL(tk(id)))
 		}
 		if v, _ := mini.Get(botBatchKey(id)); v != batchID {
 			t.Fatalf("%s: marker %q, want %q", id, v, batchID)
@@ -175,8 +175,8 @@ func TestFailedBatchEnqueueSetsNothing(t *testing.T) {
 	q.rdb.AddHook(drop)
 	drop.on.Store(true)
 	batch := []*botEnqueue{
-		{messageID: "msg_a", key: "k_a", value: "msg_a", ttl: time.Hour, done: make(chan botEnqueued, 1)},
-		{messageID: "msg_b", key: "k_b", value: "msg_b", ttl: time.Hour, done: make(chan botEnqueued, 1)},
+		{messageID: "msg_a", key: tk("a"), value: "msg_a", ttl: time.Hour, done: make(chan botEnqueued, 1)},
+		{messageID: "msg_b", key: tk("b"), value: "msg_b", ttl: time.Hour, done: make(chan botEnqueued, 1)},
 	}
 	q.botsOnce.Do(func() { q.bots = newBotBatcher(q) })
 	q.bots.flush(batch)
@@ -216,13 +216,13 @@ func TestBotRetryDelaysCountTheBatchsTry(t *testing.T) {
 func TestBotReplyAfterCloseAnswersAtOnce(t *testing.T) {
 	q, _ := batchQueue(t)
 	ctx := context.Background()
-	if _, err := q.BotReplyAndSet(ctx, "msg_1", "k1", "msg_1", time.Hour); err != nil {
+	if _, err := q.BotReplyAndSet(ctx, "msg_1", tk("k1"), "msg_1", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	_ = q.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := q.BotReplyAndSet(ctx, "msg_2", "k2", "msg_2", time.Hour); !errors.Is(err, errQueueClosed) {
+	if _, err := q.BotReplyAndSet(ctx, "msg_2", tk("k2"), "msg_2", time.Hour); !errors.Is(err, errQueueClosed) {
 		t.Fatalf("enqueue after Close: %v, want %v", err, errQueueClosed)
 	}
 	_ = q.Close()
