@@ -46,7 +46,7 @@ type BotRepliesPayload struct {
 const (
 	botBatchMax      = 32              // messages in one batch task
 	botBatchFlushers = 1               // enqueues in flight at once
-	botBatchTimeout  = 5 * time.Second // one batch's enqueue (the callers wait less: app.EnqueueTimeout)
+	botBatchTimeout  = 5 * time.Second // one batch's enqueue at most (its callers' deadline ends it sooner: flushDeadline)
 	// botMarkerTTL keeps a message's batch marker as long as the incoming endpoint's de-duplication key
 	// (api/incoming.go): a batch still queued after that is treated as lost by the sweep.
 	botMarkerTTL = 24 * time.Hour
@@ -77,7 +77,9 @@ func BesideBotReplies(prefix, name string) string { return prefix + "{" + QueueD
 type botEnqueue struct {
 	messageID, key, value string
 	ttl                   time.Duration
-	done                  chan botEnqueued
+	// deadline is when the caller stops waiting (zero: it set none).
+	deadline time.Time
+	done     chan botEnqueued
 }
 
 type botEnqueued struct{ setErr, err error }
@@ -117,7 +119,7 @@ func (b *botBatcher) flusher() {
 
 // flush queues a batch: one task for all of it, or, for a message alone, its own task as before.
 func (b *botBatcher) flush(batch []*botEnqueue) {
-	ctx, cancel := context.WithTimeout(context.Background(), botBatchTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), flushDeadline(batch, time.Now()))
 	defer cancel()
 	if len(batch) == 1 {
 		call := batch[0]
@@ -135,6 +137,29 @@ func (b *botBatcher) flush(batch []*botEnqueue) {
 	for _, call := range batch {
 		call.done <- botEnqueued{setErr: setErr, err: err}
 	}
+}
+
+// flushDeadline is when a batch's enqueue gives up: when the last of its callers stops waiting, and
+// at most botBatchTimeout from now. A caller that stopped waiting answered its sender 503, and the
+// sender's retry finds the message stored and queues its reply unless a task holds it
+// (BotReplyUnlessHeld); an enqueue of the batch that went on retrying (through a Redis failover, say)
+// could land after that check and queue the reply a second time, in a task that would run beside the
+// retry's.
+func flushDeadline(batch []*botEnqueue, now time.Time) time.Time {
+	limit := now.Add(botBatchTimeout)
+	var last time.Time
+	for _, call := range batch {
+		if call.deadline.IsZero() {
+			return limit
+		}
+		if call.deadline.After(last) {
+			last = call.deadline
+		}
+	}
+	if last.After(limit) {
+		return limit
+	}
+	return last
 }
 
 // batchMarkScript sets, once the batch task is in Redis, each message's marker (the batch's task id)

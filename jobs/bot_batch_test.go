@@ -227,3 +227,68 @@ func TestBotReplyAfterCloseAnswersAtOnce(t *testing.T) {
 	}
 	_ = q.Close()
 }
+
+// holdScripts is a pipeline hook that holds every script pipeline (an enqueue with its piggyback) until
+// released, and says when each has gone on to Redis, or failed to.
+type holdScripts struct {
+	release chan struct{}
+	passed  chan error
+}
+
+func (h *holdScripts) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *holdScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *holdScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) < 2 || !isScriptCall(cmds[0]) {
+			return next(ctx, cmds)
+		}
+		<-h.release
+		err := next(ctx, cmds)
+		h.passed <- err
+		return err
+	}
+}
+
+// An enqueue whose caller has stopped waiting (answered its sender 503) is not made later: Redis held
+// up (failing over, say) until the sender's retry has queued the reply in a task of its own, the
+// batch's enqueue would land after it and the reply would be queued twice, in two tasks running side
+// by side.
+func TestAnEnqueueItsCallerGaveUpOnIsNotMadeLater(t *testing.T) {
+	q, mini := batchQueue(t)
+	ctx := context.Background()
+	if _, err := q.BotReplyAndSet(ctx, "msg_warm", tk("warm"), "msg_warm", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	hold := &holdScripts{release: make(chan struct{}), passed: make(chan error, 1)}
+	q.rdb.AddHook(hold)
+
+	waiting, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := q.BotReplyAndSet(waiting, "msg_late", tk("late"), "msg_late", time.Hour); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("enqueue held past its caller's deadline: %v, want %v", err, context.DeadlineExceeded)
+	}
+	close(hold.release) // Redis answers again
+	if err := <-hold.passed; err == nil {
+		t.Fatal("the enqueue went to Redis after its caller had given up")
+	}
+	if mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID("msg_late"))) || mini.Exists(tk("late")) {
+		t.Fatal("the reply was queued after its caller had given up")
+	}
+}
+
+func TestFlushDeadlineIsTheLastCallers(t *testing.T) {
+	now := time.Now()
+	at := func(d time.Duration) *botEnqueue { return &botEnqueue{deadline: now.Add(d)} }
+	for _, tc := range []struct {
+		batch []*botEnqueue
+		want  time.Time
+	}{
+		{[]*botEnqueue{at(time.Second), at(2 * time.Second)}, now.Add(2 * time.Second)},
+		{[]*botEnqueue{at(time.Second), {}}, now.Add(botBatchTimeout)},
+		{[]*botEnqueue{at(time.Hour)}, now.Add(botBatchTimeout)},
+	} {
+		if got := flushDeadline(tc.batch, now); !got.Equal(tc.want) {
+			t.Errorf("flushDeadline = %s after now, want %s", got.Sub(now), tc.want.Sub(now))
+		}
+	}
+}

@@ -180,6 +180,7 @@ func (q *Queue) batchBotReply(ctx context.Context, call *botEnqueue) (setErr, er
 	default:
 	}
 	call.done = make(chan botEnqueued, 1)
+	call.deadline, _ = ctx.Deadline()
 	select {
 	case q.bots.calls <- call:
 	case <-ctx.Done():

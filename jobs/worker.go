@@ -262,6 +262,7 @@ func (l asynqLogger) Error(args ...any) {
 
 // sharedCloseRefused begins what asynq's scheduler logs when it may not close a shared client.
 const sharedCloseRefused = "Failed to close redis client connection: redis connection is shared"
+
 func (l asynqLogger) Fatal(args ...any) { l.log.Error(fmt.Sprint(args...)); os.Exit(1) }
 
 func asynqLevel(l slog.Level) asynq.LogLevel {
