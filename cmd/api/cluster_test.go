@@ -1,9 +1,18 @@
 package main_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +166,33 @@ func (c *redisCluster) killMaster(t *testing.T, i int) time.Time {
 	return at
 }
 
+// cutReplica stops master i's replica from replicating without the cluster noticing anything wrong
+// with it (as the Sentinel tests' cutReplica does: a wrong masterauth, and its link dropped), and
+// returns the function that mends it and waits for its link to be up again.
+func (c *redisCluster) cutReplica(t *testing.T, i int) (mend func()) {
+	t.Helper()
+	ctx := context.Background()
+	replica, master := nodeClient(t, c.replicaAddrs[i]), nodeClient(t, c.masterAddrs[i])
+	if err := replica.ConfigSet(ctx, "masterauth", "not-the-password").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the replica's link to its master to go down", func() bool {
+		return strings.Contains(replica.Info(ctx, "replication").Val(), "master_link_status:down")
+	})
+	return func() {
+		t.Helper()
+		if err := replica.ConfigSet(ctx, "masterauth", sentinelRedisPassword).Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 30*time.Second, "the replica to resync", func() bool {
+			return strings.Contains(replica.Info(ctx, "replication").Val(), "master_link_status:up")
+		})
+	}
+}
+
 // watchPromotion polls master i's replica every 20 ms from now on, for up to timeout, and sends when
 // it first called itself a master in CLUSTER NODES and when the cluster was ok again on it (zero when
 // not within timeout).
@@ -257,5 +293,300 @@ func TestClusterFailoverUnderLoadLosesNothing(t *testing.T) {
 	// soon after the promotion; 10 s leaves room for a loaded CI machine.
 	if recovery := firstOK.at.Sub(p.all); recovery > 10*time.Second {
 		t.Errorf("the first 200 came %s after the promotion; the processes are slow to follow the new master", recovery.Round(time.Millisecond))
+	}
+}
+
+// TestClusterRunsEveryRedisPath drives, once each, every path of the service that touches Redis in
+// a script, a transaction or a pipeline of several keys, against a real cluster, through the real
+// binaries: the api's per-request checks (a key's first request, which misses the key cache, and the
+// later ones, which hit it), the incoming endpoint's enqueue with its de-duplication key (alone, and
+// batched when many arrive at once) and its duplicate, the pacing of a campaign's opening, a key's
+// rotation through the API and the admin CLI (whose revocation waits for a replica on the key's
+// master), the inbox's sign-in attempts and its kept upload, the webhook test's result, live events,
+// asynqmon and the queue metrics. Redis Cluster refuses a script or a transaction whose keys are in
+// different slots (CROSSSLOT), and a script that reaches a key it was not given on another node; any
+// such refusal would show as a failed request or a line in a process's log.
+func TestClusterRunsEveryRedisPath(t *testing.T) {
+	t.Parallel()
+	bin := clusterRedisServer(t)
+	c := startRedisCluster(t, bin)
+	cc := c.client(t)
+	ctx := context.Background()
+	sink := newReplySink(t, 0)
+	port := freePort(t)
+	base := "http://127.0.0.1:" + port
+	environ := baseEnv(append(append(c.environ(), monitoringVars...),
+		"PORT="+port, "REQUIRE_HTTPS=false", "WEBHOOK_ALLOW_PRIVATE=true", "SWEEP_INTERVAL=2s", "RATE_LIMIT_PER_MINUTE=1000000")...)
+	if got := admin(t, environ, "migrate"); got["migrated"] != true {
+		t.Fatalf("migrate printed %v", got)
+	}
+	email := fmt.Sprintf("cluster-paths-%d@example.com", time.Now().UnixNano())
+	created := admin(t, environ, "account", "create", "--email", email)
+	key, _ := created["apiKey"].(string)
+	accountID, _ := created["accountId"].(string)
+	member := "member-" + email
+	password, _ := admin(t, environ, "user", "add", "--account-email", email, "--email", member)["password"].(string)
+	if key == "" || accountID == "" || password == "" {
+		t.Fatalf("account create printed %v, user add a password %q", created, password)
+	}
+	api, worker := start(t, environ, "api"), start(t, environ, "worker")
+	waitReady(t, base, api)
+	must := func(method, path, key string, body any, want int) map[string]any {
+		t.Helper()
+		status, m := call(t, method, base+path, key, body)
+		if status != want {
+			t.Fatalf("%s %s: %d %v, want %d", method, path, status, m, want)
+		}
+		return m
+	}
+
+	t.Run("the checks of a key's first request and of the next", func(t *testing.T) {
+		must("PUT", "/v1/settings/webhook", key, map[string]any{"url": sink.URL + "/hook"}, http.StatusOK)
+		must("GET", "/v1/settings/webhook", key, nil, http.StatusOK)
+	})
+
+	post := func(sid, from string) map[string]any {
+		t.Helper()
+		return must("POST", "/v1/incoming_custom_channel_message", key, map[string]any{"customData": map[string]any{
+			"messageSid": sid, "fromId": from, "toId": "biz", "body": "hello from " + from}}, http.StatusOK)
+	}
+	t.Run("an incoming message, its reply, and its duplicate", func(t *testing.T) {
+		first := post("sid-alone", "alone")
+		waitUntil(t, 20*time.Second, "the reply", func() bool { return sink.repliesTo("alone") == 1 })
+		again := post("sid-alone", "alone")
+		if again["duplicate"] != true || again["messageId"] != first["messageId"] {
+			t.Fatalf("the duplicate: %v, first %v", again, first)
+		}
+	})
+
+	t.Run("incoming messages at once, batched", func(t *testing.T) {
+		markers := func() int {
+			n := 0
+			_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+				keys, err := m.Keys(ctx, "botbatch:{default}:*").Result()
+				n += len(keys)
+				return err
+			})
+			return n
+		}
+		var froms []string
+		for burst := 0; markers() == 0; burst++ {
+			if burst == 5 {
+				t.Fatal("five bursts of 40 messages and not one batch")
+			}
+			done := make(chan string, 40)
+			for i := range cap(done) {
+				from := fmt.Sprintf("burst-%d-%d", burst, i)
+				froms = append(froms, from)
+				go func() {
+					status, _ := call(t, "POST", base+"/v1/incoming_custom_channel_message", key, map[string]any{"customData": map[string]any{
+						"messageSid": "sid-" + from, "fromId": from, "toId": "biz", "body": "hi"}})
+					done <- fmt.Sprint(status)
+				}()
+			}
+			for range cap(done) {
+				if status := <-done; status != "200" {
+					t.Fatalf("a message of the burst: %s", status)
+				}
+			}
+		}
+		waitUntil(t, 30*time.Second, "every reply of the bursts", func() bool { return allRepliedTo(sink, froms) })
+	})
+
+	t.Run("the webhook test's result", func(t *testing.T) {
+		if got := must("POST", "/v1/settings/webhook/test", key, nil, http.StatusOK); got["delivered"] != true {
+			t.Fatalf("webhook test: %v", got)
+		}
+	})
+
+	t.Run("a campaign's paced opening", func(t *testing.T) {
+		listID := must("POST", "/v1/lists", key, map[string]any{"name": "leads"}, http.StatusCreated)["id"].(string)
+		campaignID := must("POST", "/v1/campaigns", key, map[string]any{
+			"name": "cluster", "listId": listID, "channel": "custom:chat", "status": "live",
+			"openingMessage": "Hi {{firstName}}!", "sendRatePerMinute": 120,
+		}, http.StatusCreated)["id"].(string)
+		contact := must("POST", "/v1/contacts", key, map[string]any{"phone": "+14155550187", "firstName": "Ann"}, http.StatusCreated)
+		must("POST", "/v1/lists/"+listID+"/contacts", key, map[string]any{"contactIds": []any{contact["id"]}}, http.StatusCreated)
+		waitUntil(t, 30*time.Second, "the opening to be sent", func() bool {
+			n, err := c.store.DB().NewSelect().TableExpr("campaign_sends").Where("campaign_id = ? AND status = 'sent'", campaignID).Count(ctx)
+			return err == nil && n == 1
+		})
+		if n, err := cc.Exists(ctx, "pace:{"+accountID+":custom:chat}:recent").Result(); err != nil || n != 1 {
+			t.Fatalf("the channel's pace in Redis: %d, %v", n, err)
+		}
+	})
+
+	t.Run("live events", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", base+"/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("events: %v %v", err, res)
+		}
+		defer res.Body.Close()
+		lines := make(chan string, 100)
+		go func() {
+			sc := bufio.NewScanner(res.Body)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		id, _ := post("sid-event", "event")["messageId"].(string)
+		for deadline := time.After(10 * time.Second); ; {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatal("the event stream ended")
+				}
+				if strings.Contains(line, id) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no event naming message %s within 10 s", id)
+			}
+		}
+	})
+
+	t.Run("the inbox's sign-in and kept upload", func(t *testing.T) {
+		jar, _ := cookiejar.New(nil)
+		browser := &http.Client{Jar: jar, Timeout: 30 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		get := func(path string) string {
+			t.Helper()
+			res, err := browser.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			raw, _ := io.ReadAll(res.Body)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s: %d %.500s", path, res.StatusCode, raw)
+			}
+			return string(raw)
+		}
+		csrf := func(path string) string {
+			t.Helper()
+			m := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(get(path))
+			if m == nil {
+				t.Fatalf("no csrf_token on %s", path)
+			}
+			return m[1]
+		}
+		submit := func(req *http.Request, want int) string {
+			t.Helper()
+			res, err := browser.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			raw, _ := io.ReadAll(res.Body)
+			if res.StatusCode != want {
+				t.Fatalf("%s %s: %d, want %d: %.500s", req.Method, req.URL.Path, res.StatusCode, want, raw)
+			}
+			return res.Header.Get("Location")
+		}
+		form := func(path string, values url.Values, want int) string {
+			t.Helper()
+			values.Set("csrf_token", csrf(path))
+			req, _ := http.NewRequest("POST", base+path, strings.NewReader(values.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			return submit(req, want)
+		}
+		form("/inbox/login", url.Values{"email": {member}, "password": {"not the password"}}, http.StatusUnauthorized)
+		form("/inbox/login", url.Values{"email": {member}, "password": {password}}, http.StatusSeeOther)
+
+		listID := must("POST", "/v1/lists", key, map[string]any{"name": "imported"}, http.StatusCreated)["id"].(string)
+		path := "/inbox/lists/" + listID
+		upload := func() string {
+			t.Helper()
+			var buf bytes.Buffer
+			w := multipart.NewWriter(&buf)
+			_ = w.WriteField("csrf_token", csrf(path))
+			fw, _ := w.CreateFormFile("file", "leads.csv")
+			_, _ = fw.Write([]byte("phone\n+14155550188\n"))
+			_ = w.Close()
+			req, _ := http.NewRequest("POST", base+path+"/import", &buf)
+			req.Header.Set("Content-Type", w.FormDataContentType())
+			return submit(req, http.StatusSeeOther)
+		}
+		upload()
+		preview := upload() // drops the first one, in the same transaction as it keeps this one
+		form(preview, url.Values{"col0": {"phone"}, "country": {""}}, http.StatusSeeOther)
+		n, err := c.store.DB().NewSelect().TableExpr("list_members").Where("list_id = ?", listID).Count(ctx)
+		if err != nil || n != 1 {
+			t.Fatalf("the import added %d members (%v), want 1", n, err)
+		}
+	})
+
+	t.Run("a key's rotation, through the API and the admin CLI", func(t *testing.T) {
+		// The revocation waits for a replica of the master that holds the key's cache entry: with
+		// that master's replica cut off, no replica can confirm it and the rotation is refused, though
+		// the other masters' replicas are fine.
+		sum := sha256.Sum256([]byte(key))
+		mend := c.cutReplica(t, c.masterOf(t, "apikey:{"+hex.EncodeToString(sum[:])+"}"))
+		must("POST", "/v1/api_key", key, nil, http.StatusServiceUnavailable)
+		must("GET", "/v1/lists", key, nil, http.StatusOK)
+		mend()
+		rotated, _ := must("POST", "/v1/api_key", key, nil, http.StatusCreated)["apiKey"].(string)
+		must("GET", "/v1/lists", key, nil, http.StatusUnauthorized)
+		must("GET", "/v1/lists", rotated, nil, http.StatusOK)
+		again, _ := admin(t, environ, "key", "rotate", "--email", email)["apiKey"].(string)
+		must("GET", "/v1/lists", rotated, nil, http.StatusUnauthorized)
+		must("GET", "/v1/lists", again, nil, http.StatusOK)
+	})
+
+	t.Run("asynqmon and the queue metrics", func(t *testing.T) {
+		for path, want := range map[string]string{"/monitoring/api/redis_info": `"cluster":true`, "/monitoring/api/queues": `"queue":"default"`} {
+			req, _ := http.NewRequest("GET", base+path, nil)
+			req.SetBasicAuth(monitorUser, monitorPassword)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK || !strings.Contains(string(raw), want) {
+				t.Fatalf("%s: %d %.500s, want %s", path, res.StatusCode, raw, want)
+			}
+		}
+		res, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if !strings.Contains(string(raw), `funnelchat_queue_tasks{queue="default"`) {
+			t.Fatal("/metrics has no line of the default queue")
+		}
+	})
+
+	for name, p := range map[string]*process{"api": api, "worker": worker} {
+		for _, line := range strings.Split(p.output(), "\n") {
+			for _, refusal := range []string{"CROSSSLOT", "non local", "No way to dispatch", `"level":"ERROR"`} {
+				// (The rotation refused above is the one error logged on purpose: a 503.)
+				if strings.Contains(line, refusal) && !strings.Contains(line, `"code":"UNAVAILABLE","method":"POST","path":"/v1/api_key"`) {
+					t.Errorf("%s logged %s: %s", name, refusal, line)
+				}
+			}
+		}
+	}
+}
+
+// TestClusterDownIsUnavailable: a cluster node that serves no slot answers every keyed command
+// CLUSTERDOWN, as every node does while a failed master's slots have no master yet. That is a
+// dependency failing over, which the api answers 503 and the worker waits out (models.IsUnavailable),
+// not an error of the service.
+func TestClusterDownIsUnavailable(t *testing.T) {
+	t.Parallel()
+	bin := redisServerBin(t)
+	port := freePort(t)
+	startRedisNode(t, bin, t.TempDir(), port, "--cluster-enabled", "yes")
+	err := nodeClient(t, "127.0.0.1:"+port).Get(context.Background(), "anything").Err()
+	if !redis.IsClusterDownError(err) {
+		t.Fatalf("GET on a node without slots: %v, want CLUSTERDOWN", err)
+	}
+	if !models.IsUnavailable(err) {
+		t.Errorf("IsUnavailable(%v) = false: the api would answer 500 during a cluster's failover", err)
 	}
 }
