@@ -35,6 +35,9 @@ type keyCache struct {
 	// replicaWait, when set, is how long a revocation waits for a Redis replica to confirm it (see
 	// KeyRevocationsWaitForAReplica).
 	replicaWait time.Duration
+	// legacy: a revocation also marks, and forget also drops, the entry's name of the earlier release
+	// (legacyKeyCacheKey). Not on Redis Cluster, where no earlier release ran.
+	legacy bool
 }
 
 const (
@@ -182,7 +185,10 @@ func (k *keyCache) read(ctx context.Context, key KeyCheck) *KeyCacheRead {
 
 // UseKeyCache makes Authenticate consult Redis before the database and RotateAPIKey mark revoked keys
 // there. Every process that authenticates or rotates keys on the same database must use the same Redis.
-func (s *Store) UseKeyCache(rdb redis.UniversalClient) { s.keys = &keyCache{rdb: rdb} }
+func (s *Store) UseKeyCache(rdb redis.UniversalClient) {
+	_, cluster := rdb.(*redis.ClusterClient)
+	s.keys = &keyCache{rdb: rdb, legacy: !cluster}
+}
 
 // KeyRevocationsWaitForAReplica makes a key rotation wait up to wait for a Redis replica to hold the
 // revoked mark, and refuse with UNAVAILABLE (nothing changed) when none confirms. Redis replicates
@@ -204,6 +210,14 @@ func keyCacheKey(hash string) string { return "apikey:{" + hash + "}" }
 // earlier release still read during the deploy that renamed it: a revocation marks it too, so that
 // those processes refuse a rotated key at once as well (revoke). (Remove after a release.)
 func legacyKeyCacheKey(hash string) string { return "apikey:" + hash }
+
+// names are the names a revocation marks and forget drops: the entry's, and its legacy one.
+func (k *keyCache) names(hash string) []string {
+	if k.legacy {
+		return []string{keyCacheKey(hash), legacyKeyCacheKey(hash)}
+	}
+	return []string{keyCacheKey(hash)}
+}
 
 // CachedAccount decodes a key cache entry. ok is false when raw is not an account (the revoked mark, or
 // an entry that cannot be read): the database must answer then, and its answer not be cached.
@@ -266,11 +280,11 @@ func (k *keyCache) fill(ctx context.Context, hash string, a *Account) {
 	_ = k.rdb.SetNX(ctx, keyCacheKey(hash), raw, keyCacheTTL).Err()
 }
 
-// revoke marks hash revoked, under the entry's name and its legacy name (legacyKeyCacheKey). Errors:
+// revoke marks hash revoked, under the entry's name and its legacy name (names). Errors:
 // UNAVAILABLE when Redis does not answer, or no replica confirms the mark in time when revocations
 // wait for one.
 func (k *keyCache) revoke(ctx context.Context, hash string) error {
-	keys := []string{keyCacheKey(hash), legacyKeyCacheKey(hash)}
+	keys := k.names(hash)
 	if k.replicaWait == 0 {
 		_, err := k.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, key := range keys {
@@ -325,12 +339,12 @@ func masterFor(ctx context.Context, rdb redis.UniversalClient, key string) (redi
 	return rdb, nil
 }
 
-// forget drops hash's entry so that the next request reads the account afresh (after a settings
-// change); the entry expires within keyCacheTTL anyway. (One DEL per key: the two names are in
-// different slots on Redis Cluster.)
+// forget drops hash's entry (names) so that the next request reads the account afresh (after a
+// settings change); the entry expires within keyCacheTTL anyway.
 func (k *keyCache) forget(ctx context.Context, hash string) {
-	_ = k.rdb.Del(ctx, keyCacheKey(hash)).Err()
-	_ = k.rdb.Del(ctx, legacyKeyCacheKey(hash)).Err()
+	for _, key := range k.names(hash) {
+		_ = k.rdb.Del(ctx, key).Err()
+	}
 }
 
 // activeKeyHash returns the hash of the account's active key, or "" when it has none.
