@@ -35,8 +35,11 @@ const openingBurst = 3
 // Opening enqueues the opening message of a campaign send, to run at its due time.
 func (q *Queue) Opening(ctx context.Context, send models.DueSend) error {
 	return q.enqueue(ctx, TypeCampaignOpening, OpeningPayload{SendID: send.SendID},
-		asynq.TaskID("opening:"+send.SendID), asynq.Queue(QueueOpenings), asynq.ProcessAt(notBefore(send.DueAt)), asynq.MaxRetry(5))
+		asynq.TaskID(openingTaskID(send.SendID)), asynq.Queue(QueueOpenings), asynq.ProcessAt(notBefore(send.DueAt)), asynq.MaxRetry(5))
 }
+
+// openingTaskID is a campaign send's opening task: one per send.
+func openingTaskID(sendID string) string { return "opening:" + sendID }
 
 // Openings enqueues several opening messages; it stops at the first error (the sweep enqueues the rest).
 func (q *Queue) Openings(ctx context.Context, sends []models.DueSend) error {

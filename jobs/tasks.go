@@ -107,7 +107,47 @@ func (q *Queue) BotReplyInProgress(ctx context.Context, messageID string) (bool,
 
 // inProgress reports whether a task of the default queue is pending, scheduled, active or retrying.
 func (q *Queue) inProgress(taskID string) (bool, error) {
-	info, err := q.inspector.GetTaskInfo(QueueDefault, taskID)
+	return q.inProgressOn(QueueDefault, taskID)
+}
+
+// legacyInUse returns the legacy queues (LegacyQueues) that still hold a task to run: pending, active,
+// scheduled or retrying.
+func (q *Queue) legacyInUse() ([]string, error) {
+	queues, err := q.inspector.Queues()
+	if err != nil {
+		return nil, err
+	}
+	var busy []string
+	for _, name := range queues {
+		if _, legacy := LegacyQueues[name]; !legacy {
+			continue
+		}
+		info, err := q.inspector.GetQueueInfo(name)
+		if err != nil {
+			return nil, err
+		}
+		if info.Pending+info.Active+info.Scheduled+info.Retry > 0 {
+			busy = append(busy, name)
+		}
+	}
+	return busy, nil
+}
+
+// heldByLegacy reports whether one of the queues holds the task to run (pending, scheduled, active or
+// retrying): work that a process of the release before the queues' rename queued there, and that the
+// worker's drain server runs (LegacyQueues).
+func (q *Queue) heldByLegacy(queues []string, taskID string) (bool, error) {
+	for _, name := range queues {
+		if busy, err := q.inProgressOn(name, taskID); busy || err != nil {
+			return busy, err
+		}
+	}
+	return false, nil
+}
+
+// inProgressOn reports whether a task of the queue is pending, scheduled, active or retrying.
+func (q *Queue) inProgressOn(queue, taskID string) (bool, error) {
+	info, err := q.inspector.GetTaskInfo(queue, taskID)
 	switch {
 	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
 		return false, nil
@@ -219,10 +259,13 @@ func (q *Queue) botReplyAndSetOne(ctx context.Context, messageID, key, value str
 	}
 }
 
+// deliverTaskID is the delivery task of a message's round: one per round.
+func deliverTaskID(messageID string, round int) string { return fmt.Sprintf("deliver:%s:%d", messageID, round) }
+
 // Deliver enqueues the delivery of an outgoing message in the given round.
 func (q *Queue) Deliver(ctx context.Context, messageID string, round int) error {
 	return q.enqueue(ctx, TypeWebhookDeliver, DeliverPayload{MessageID: messageID, Round: round},
-		asynq.TaskID(fmt.Sprintf("deliver:%s:%d", messageID, round)), asynq.Queue(QueueDeliveries),
+		asynq.TaskID(deliverTaskID(messageID, round)), asynq.Queue(QueueDeliveries),
 		asynq.MaxRetry(len(q.cfg.WebhookRetrySchedule)))
 }
 
