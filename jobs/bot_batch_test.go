@@ -292,3 +292,24 @@ func TestFlushDeadlineIsTheLastCallers(t *testing.T) {
 		}
 	}
 }
+
+// A batch that an api of the release before the markers' rename queued is marked under the marker's
+// earlier name (botbatch:<message id>): its messages' replies are held all the same, so that the
+// sweep and a sender's retry do not queue a second task during the deploy.
+func TestABatchMarkedUnderTheEarlierNameHoldsItsReplies(t *testing.T) {
+	q, mini := batchQueue(t)
+	ctx := context.Background()
+	if err := q.BotReply(ctx, "msg_batch_head"); err != nil { // a task to stand for the batch's
+		t.Fatal(err)
+	}
+	held, err := q.BotReplyInProgress(ctx, "msg_in_old_batch")
+	if err != nil || held {
+		t.Fatalf("unmarked: held %v, %v", held, err)
+	}
+	if err := mini.Set("botbatch:msg_in_old_batch", botReplyTaskID("msg_batch_head")); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := q.BotReplyInProgress(ctx, "msg_in_old_batch"); err != nil || !held {
+		t.Fatalf("marked under the earlier name: held %v, %v; want held", held, err)
+	}
+}
