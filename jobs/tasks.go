@@ -260,7 +260,9 @@ func (q *Queue) botReplyAndSetOne(ctx context.Context, messageID, key, value str
 }
 
 // deliverTaskID is the delivery task of a message's round: one per round.
-func deliverTaskID(messageID string, round int) string { return fmt.Sprintf("deliver:%s:%d", messageID, round) }
+func deliverTaskID(messageID string, round int) string {
+	return fmt.Sprintf("deliver:%s:%d", messageID, round)
+}
 
 // Deliver enqueues the delivery of an outgoing message in the given round.
 func (q *Queue) Deliver(ctx context.Context, messageID string, round int) error {
