@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,14 +361,14 @@ func TestClusterRunsEveryRedisPath(t *testing.T) {
 	})
 
 	t.Run("incoming messages at once, batched", func(t *testing.T) {
-		markers := func() int {
-			n := 0
+		markers := func() int64 {
+			var n atomic.Int64 // ForEachMaster asks the masters at once
 			_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 				keys, err := m.Keys(ctx, "botbatch:{default}:*").Result()
-				n += len(keys)
+				n.Add(int64(len(keys)))
 				return err
 			})
-			return n
+			return n.Load()
 		}
 		var froms []string
 		for burst := 0; markers() == 0; burst++ {
