@@ -9,52 +9,57 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"funnelchat/jobs"
 	"funnelchat/models"
 )
 
 // localChecks holds the request's *checkResult, from authenticate to rateLimit.
 const localChecks = "checks"
 
-// dedupePrefix starts the key that remembers an incoming messageSid: dedupe:incoming:<account>:<sid>.
-const dedupePrefix = "dedupe:incoming:"
+// dedupeKey is the key that remembers an incoming messageSid sent with the API key whose hash is
+// keyHash: dedupe:{default}:incoming:<key hash>:<sid>. It is named by the key, not the account, so
+// that the request's checks know it before they know the account (on the fast path the key cache
+// tells them, in the same round trip); a rotated key starts afresh, and the database's unique index
+// answers a sid sent before the rotation (api/incoming.go). It is in the bot replies' slot
+// (jobs.BesideBotReplies), since the enqueue of the message's bot reply sets it, in the same script
+// call that checks the task is queued.
+func dedupeKey(keyHash, sid string) string {
+	return jobs.BesideBotReplies("dedupe:", "incoming:"+keyHash+":"+sid)
+}
 
-// checksScript is the one Redis call of an authenticated request: it reads the API key's cache entry
-// by the key cache's rule (models.KeyCacheLua, which also gives the account's limit), counts the
-// request against the key's per-minute limit, and, for the incoming endpoint, reads the messageSid's
-// de-duplication key. Before it, a request cost three calls (cache GET, the rate limiter's script, the
-// de-duplication GET); on this 2-core machine class each round trip costs more than the work in it
-// (docs/performance.md).
+// checksScript is the one Redis script of an authenticated request: it reads the API key's cache entry
+// by the key cache's rule (models.KeyCacheLua, which also gives the account's limit) and counts the
+// request against the key's per-minute limit. For the incoming endpoint the messageSid's
+// de-duplication key (dedupeKey) is read beside it, by a GET in the same pipeline (checks_batch.go).
+// Before, a request cost three calls (cache GET, the rate limiter's script, the de-duplication GET);
+// on this 2-core machine class each round trip costs more than the work in it (docs/performance.md).
 //
-//	KEYS[1] the key's count: rate:ratelimit:<key hash> (rateKey)
-//	KEYS[2] the key's cache entry (models.KeyCheck.CacheKey); absent when the caller has authenticated
-//	        already
+//	KEYS[1] the key's count: rate:ratelimit:{<key hash>} (rateKey)
+//	KEYS[2] the key's cache entry, apikey:{<key hash>} (models.KeyCheck.CacheKey); absent when the
+//	        caller has authenticated already
 //	ARGV[1] requests per minute: RATE_LIMIT_PER_MINUTE, which the entry's own limit overrides; with
 //	        KEYS[2] absent, the account's own limit
-//	ARGV[2] the messageSid to look up, "" for none
-//	ARGV[3] the account id, with KEYS[2] absent
-//	ARGV[4] the de-duplication key prefix (dedupePrefix)
+//
+// Both keys carry the key's hash as their hash tag, so that on Redis Cluster they are in one slot,
+// as a script's keys must be, and the keys of different API keys spread over the cluster. The
+// de-duplication key is in another slot (the bot replies'): that is why it is not read in here.
 //
 // It answers read_key_cache's models.KeyCacheMiss or models.KeyCacheUnusable alone (nothing counted:
 // the database answers), else {models.KeyCacheHit, entry-or-nil, limit, allowed, remaining,
-// retry_after, reset_after, messageId-or-nil}.
+// retry_after, reset_after}.
 //
 // The rate limit is github.com/go-redis/redis_rate/v10's allowN (GCRA, Copyright (c) 2017 Pavel
 // Pravosud, https://github.com/rwz/redis-gcra) with burst = rate = limit, period 60 s and cost 1,
 // step for step and with Redis's TIME as its clock, so the counts, the TTL of the count's key and the
-// answers are the same; api/gcra_test.go runs both side by side. The messageSid is only read when the
-// request is allowed: an over-limit request is answered 429 whatever it carries.
-//
-// The de-duplication key is built here from the account id inside the entry, so it is not declared in
-// KEYS: that is fine on a single Redis (or Sentinel), not on Redis Cluster, which the service does not
-// support.
+// answers are the same; api/gcra_test.go runs both side by side. The messageSid read beside it counts
+// only when the request is allowed: an over-limit request is answered 429 whatever it carries.
 var checksScript = redis.NewScript(`
 redis.replicate_commands()
 ` + models.KeyCacheLua + `
 local limit = tonumber(ARGV[1])
-local account = ARGV[3]
 local entry = false
 if #KEYS > 1 then
-  local status
+  local status, account
   status, entry, account, limit = read_key_cache(KEYS[2], limit)
   if status ~= ` + strconv.Itoa(models.KeyCacheHit) + ` then
     return {status}
@@ -85,7 +90,7 @@ local remaining = diff / emission_interval
 if remaining < 0 then
   local reset_after = tat - now
   local retry_after = diff * -1
-  return {` + strconv.Itoa(models.KeyCacheHit) + `, entry, limit, 0, 0, tostring(retry_after), tostring(reset_after), false}
+  return {` + strconv.Itoa(models.KeyCacheHit) + `, entry, limit, 0, 0, tostring(retry_after), tostring(reset_after)}
 end
 
 local reset_after = new_tat - now
@@ -93,11 +98,7 @@ if reset_after > 0 then
   redis.call("SET", KEYS[1], new_tat, "EX", math.ceil(reset_after))
 end
 
-local duplicate = false
-if ARGV[2] ~= "" then
-  duplicate = redis.call("GET", ARGV[4] .. account .. ":" .. ARGV[2])
-end
-return {` + strconv.Itoa(models.KeyCacheHit) + `, entry, limit, 1, remaining, tostring(-1), tostring(reset_after), duplicate}
+return {` + strconv.Itoa(models.KeyCacheHit) + `, entry, limit, 1, remaining, tostring(-1), tostring(reset_after)}
 `)
 
 // checkResult is what the request's checks found.
@@ -111,6 +112,8 @@ type checkResult struct {
 	// under it, "" when none.
 	sidRead     bool
 	duplicateOf string
+	// keyHash is the API key's hash, which names its de-duplication keys (dedupeKey).
+	keyHash string
 }
 
 // checkKey authenticates rawKey and counts the request; with sid != "" it also looks the messageSid up.
@@ -124,13 +127,21 @@ func (s *Server) checkKey(ctx context.Context, rawKey, sid string) (*checkResult
 	if err != nil {
 		return nil, err
 	}
+	chk, err := s.checkKeyOf(ctx, k, sid)
+	if chk != nil {
+		chk.keyHash = k.Hash()
+	}
+	return chk, err
+}
+
+func (s *Server) checkKeyOf(ctx context.Context, k models.KeyCheck, sid string) (*checkResult, error) {
 	var (
 		chk      *checkResult
 		read     *models.KeyCacheRead
 		redisErr error
 	)
 	if cacheKey := k.CacheKey(); cacheKey != "" {
-		chk, read, redisErr = s.runChecks(ctx, []string{rateKey(k), cacheKey}, s.cfg.RateLimitPerMinute, sid, "")
+		chk, read, redisErr = s.runChecks(ctx, []string{rateKey(k), cacheKey}, s.cfg.RateLimitPerMinute, sid, k.Hash())
 	}
 	acc, cached, err := s.store.AuthenticateRead(ctx, k, read)
 	switch {
@@ -148,7 +159,7 @@ func (s *Server) checkKey(ctx context.Context, rawKey, sid string) (*checkResult
 		chk.redisErr = errors.New("the key cache entry could not be read")
 		return chk, nil
 	}
-	chk, _, err = s.runChecks(ctx, []string{rateKey(k)}, acc.RateLimit(s.cfg.RateLimitPerMinute), sid, acc.ID)
+	chk, _, err = s.runChecks(ctx, []string{rateKey(k)}, acc.RateLimit(s.cfg.RateLimitPerMinute), sid, k.Hash())
 	if err != nil {
 		return &checkResult{acc: acc, redisErr: err}, nil
 	}
@@ -157,21 +168,27 @@ func (s *Server) checkKey(ctx context.Context, rawKey, sid string) (*checkResult
 }
 
 // runChecks runs checksScript within rateLimiterTimeout, in one pipeline with the concurrent requests'
-// calls (checks_batch.go). read is what it found in the key cache; chk, the request's count, is nil
-// when it counted nothing (the entry was missing or unusable).
-func (s *Server) runChecks(ctx context.Context, keys []string, limit int, sid, accountID string) (chk *checkResult, read *models.KeyCacheRead, err error) {
+// calls (checks_batch.go), and with sid != "" reads the sid's de-duplication key (dedupeKey of keyHash)
+// in the same pipeline. read is what it found in the key cache; chk, the request's count, is nil when
+// it counted nothing (the entry was missing or unusable).
+func (s *Server) runChecks(ctx context.Context, keys []string, limit int, sid, keyHash string) (chk *checkResult, read *models.KeyCacheRead, err error) {
 	ctx, cancel := context.WithTimeout(ctx, rateLimiterTimeout)
 	defer cancel()
-	v, err := s.checks.run(ctx, keys, limit, sid, accountID, dedupePrefix)
-	if err != nil {
-		return nil, nil, err
+	dedupe := ""
+	if sid != "" {
+		dedupe = dedupeKey(keyHash, sid)
 	}
-	return parseChecks(v, sid)
+	a := s.checks.run(ctx, keys, dedupe, limit)
+	if a.err != nil {
+		return nil, nil, a.err
+	}
+	return parseChecks(a, sid)
 }
 
 // parseChecks reads checksScript's answer: the key cache's part by models.ParseKeyCacheRead, then the
-// count and the messageSid.
-func parseChecks(v []any, sid string) (chk *checkResult, read *models.KeyCacheRead, err error) {
+// count; and the messageSid's de-duplication key read beside it.
+func parseChecks(a checksAnswer, sid string) (chk *checkResult, read *models.KeyCacheRead, err error) {
+	v := a.v
 	if read, err = models.ParseKeyCacheRead(v); err != nil {
 		return nil, nil, fmt.Errorf("checks: %w", err)
 	}
@@ -191,9 +208,12 @@ func parseChecks(v []any, sid string) (chk *checkResult, read *models.KeyCacheRe
 	}
 	chk = &checkResult{rate: &rateResult{Limit: int(limit), Allowed: allowed == 1, Remaining: int(remaining), RetryAfter: retry, ResetAfter: reset}}
 	if sid != "" && chk.rate.Allowed {
-		chk.sidRead = true
-		if len(v) > 7 {
-			chk.duplicateOf, _ = v[7].(string)
+		if a.dupErr != nil {
+			// Counted, but the sid could not be read (its master down, on a cluster): the database
+			// decides, as when Redis fails altogether.
+			chk.redisErr = fmt.Errorf("messageSid lookup: %w", a.dupErr)
+		} else {
+			chk.sidRead, chk.duplicateOf = true, a.dup
 		}
 	}
 	return chk, read, nil

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -25,16 +26,22 @@ const (
 // unavailable error, so the request is answered 503 and its client retries against a process that runs.
 var errChecksClosed = models.Errorf(models.CodeUnavailable, "the service is shutting down; retry shortly")
 
-// checksCall is one request's checksScript call waiting for its pipeline.
+// checksCall is one request's checksScript call waiting for its pipeline, with the de-duplication
+// key to read beside it ("" for none).
 type checksCall struct {
-	keys []string
-	args []any
-	done chan checksAnswer
+	keys   []string
+	args   []any
+	dedupe string
+	done   chan checksAnswer
 }
 
+// checksAnswer is a call's answer: the script's, and what the de-duplication key held ("" for
+// nothing) or why it could not be read.
 type checksAnswer struct {
-	v   []any
-	err error
+	v      []any
+	err    error
+	dup    string
+	dupErr error
 }
 
 // checksBatcher runs the calls; it starts with the first call and stops with the Server (Shutdown).
@@ -53,8 +60,8 @@ func newChecksBatcher(rdb redis.UniversalClient) *checksBatcher {
 	return &checksBatcher{rdb: rdb, calls: make(chan *checksCall, 4*checksMax), quit: make(chan struct{}), stopped: make(chan struct{})}
 }
 
-// run makes the call and waits for its answer, or for ctx to end.
-func (b *checksBatcher) run(ctx context.Context, keys []string, args ...any) ([]any, error) {
+// run makes the call, reading dedupe beside it when not "", and waits for its answer, or for ctx to end.
+func (b *checksBatcher) run(ctx context.Context, keys []string, dedupe string, args ...any) checksAnswer {
 	b.once.Do(func() {
 		for range checksFlushers {
 			b.wg.Go(func() { models.GroupCommit(b.calls, b.quit, checksMax, nil, b.flush) })
@@ -62,29 +69,29 @@ func (b *checksBatcher) run(ctx context.Context, keys []string, args ...any) ([]
 	})
 	select {
 	case <-b.quit:
-		return nil, errChecksClosed
+		return checksAnswer{err: errChecksClosed}
 	default:
 	}
-	call := &checksCall{keys: keys, args: args, done: make(chan checksAnswer, 1)}
+	call := &checksCall{keys: keys, args: args, dedupe: dedupe, done: make(chan checksAnswer, 1)}
 	select {
 	case b.calls <- call:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return checksAnswer{err: ctx.Err()}
 	case <-b.quit:
-		return nil, errChecksClosed
+		return checksAnswer{err: errChecksClosed}
 	}
 	select {
 	case a := <-call.done:
-		return a.v, a.err
+		return a
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return checksAnswer{err: ctx.Err()}
 	case <-b.stopped:
 		// Queued as close ended: the answer is here already, or nobody is left to give one.
 		select {
 		case a := <-call.done:
-			return a.v, a.err
+			return a
 		default:
-			return nil, errChecksClosed
+			return checksAnswer{err: errChecksClosed}
 		}
 	}
 }
@@ -113,21 +120,22 @@ func (b *checksBatcher) answerQueued() {
 	}
 }
 
-// flush sends the calls as one pipeline of EVALSHA. A Redis that does not know the script (restarted,
-// or failed over) answers NOSCRIPT; those calls are made again one by one with Script.Run, which loads
-// it. The pipeline's time limit is one call's (rateLimiterTimeout): every caller waits less.
+// flush sends the calls as one pipeline of EVALSHA, each followed by the GET of its de-duplication key
+// if it has one. A Redis that does not know the script (restarted, or failed over) answers NOSCRIPT;
+// those calls are made again one by one with Script.Run, which loads it. The pipeline's time limit is
+// one call's (rateLimiterTimeout): every caller waits less. On Redis Cluster the client sends each
+// node its part of the pipeline, all at once.
 func (b *checksBatcher) flush(batch []*checksCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), rateLimiterTimeout)
 	defer cancel()
-	if len(batch) == 1 {
-		v, err := checksScript.Run(ctx, b.rdb, batch[0].keys, batch[0].args...).Slice()
-		batch[0].done <- checksAnswer{v: v, err: err}
-		return
-	}
 	pipe := b.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(batch))
+	dups := make([]*redis.StringCmd, len(batch))
 	for i, call := range batch {
 		cmds[i] = checksScript.EvalSha(ctx, pipe, call.keys, call.args...)
+		if call.dedupe != "" {
+			dups[i] = pipe.Get(ctx, call.dedupe)
+		}
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, call := range batch {
@@ -135,6 +143,13 @@ func (b *checksBatcher) flush(batch []*checksCall) {
 		if redis.HasErrorPrefix(err, "NOSCRIPT") {
 			v, err = checksScript.Run(ctx, b.rdb, call.keys, call.args...).Slice()
 		}
-		call.done <- checksAnswer{v: v, err: err}
+		a := checksAnswer{v: v, err: err}
+		if dups[i] != nil {
+			a.dup, a.dupErr = dups[i].Result()
+			if errors.Is(a.dupErr, redis.Nil) {
+				a.dupErr = nil
+			}
+		}
+		call.done <- a
 	}
 }

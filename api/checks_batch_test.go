@@ -19,18 +19,19 @@ import (
 func TestChecksInOnePipelineKeepTheirOwnAnswers(t *testing.T) {
 	ctx := context.Background()
 	run := fmt.Sprint(time.Now().UnixNano())
-	rate := func(name string) []string { return []string{"rate:ratelimit:pipeline-" + run + "-" + name} }
-	if err := env.Redis.Set(ctx, "dedupe:incoming:acc_pipe"+run+":sid-stored", "msg_first", time.Minute).Err(); err != nil {
+	rate := func(name string) []string { return []string{"rate:ratelimit:{pipeline-" + run + "-" + name + "}"} }
+	keyHash := "key_pipe" + run
+	if err := env.Redis.Set(ctx, api.DedupeKey(keyHash, "sid-stored"), "msg_first", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	calls := []api.CheckCall{
-		{Keys: rate("a"), Limit: 10, AccountID: "acc_pipe" + run},
-		{Keys: rate("b"), Limit: 10, AccountID: "acc_pipe" + run, Sid: "sid-stored"},
-		{Keys: rate("a"), Limit: 10, AccountID: "acc_pipe" + run, Sid: "sid-new"},
-		{Keys: rate("c"), Limit: 2, AccountID: "acc_pipe" + run},
-		{Keys: rate("c"), Limit: 2, AccountID: "acc_pipe" + run},
-		{Keys: rate("c"), Limit: 2, AccountID: "acc_pipe" + run, Sid: "sid-stored"},
-		{Keys: rate("a"), Limit: 10, AccountID: "acc_pipe" + run},
+		{Keys: rate("a"), Limit: 10, KeyHash: keyHash},
+		{Keys: rate("b"), Limit: 10, KeyHash: keyHash, Sid: "sid-stored"},
+		{Keys: rate("a"), Limit: 10, KeyHash: keyHash, Sid: "sid-new"},
+		{Keys: rate("c"), Limit: 2, KeyHash: keyHash},
+		{Keys: rate("c"), Limit: 2, KeyHash: keyHash},
+		{Keys: rate("c"), Limit: 2, KeyHash: keyHash, Sid: "sid-stored"},
+		{Keys: rate("a"), Limit: 10, KeyHash: keyHash},
 	}
 	type want struct {
 		allowed   bool

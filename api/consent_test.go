@@ -522,6 +522,6 @@ func runScheduledNow(t testing.TB, taskID string) {
 	inspector := asynq.NewInspector(env.Asynq)
 	t.Cleanup(func() { _ = inspector.Close() })
 	waitFor(t, 10*time.Second, "task "+taskID+" to wait for its time", func() bool {
-		return inspector.RunTask(jobs.QueueCampaigns, taskID) == nil
+		return inspector.RunTask(jobs.QueueOpenings, taskID) == nil
 	})
 }

@@ -23,21 +23,22 @@ type CheckAnswer struct {
 }
 
 // RunChecks runs the per-request script as the server does: keys are the count's key and, for the
-// fast path, the key cache entry's.
-func RunChecks(ctx context.Context, rdb redis.Scripter, keys []string, limit int, sid, accountID string) (CheckAnswer, error) {
-	v, err := checksScript.Run(ctx, rdb, keys, limit, sid, accountID, dedupePrefix).Slice()
-	if err != nil {
-		return CheckAnswer{}, err
-	}
-	return checkAnswerOf(v, sid)
+// fast path, the key cache entry's; with sid, the sid's de-duplication key of the API key whose hash
+// is keyHash is read beside it.
+func RunChecks(ctx context.Context, rdb redis.UniversalClient, keys []string, limit int, sid, keyHash string) (CheckAnswer, error) {
+	answers, errs := RunChecksTogether(rdb, []CheckCall{{Keys: keys, Limit: limit, Sid: sid, KeyHash: keyHash}})
+	return answers[0], errs[0]
 }
 
 // CheckCall is one call of RunChecksTogether: RunChecks's arguments.
 type CheckCall struct {
-	Keys           []string
-	Limit          int
-	Sid, AccountID string
+	Keys         []string
+	Limit        int
+	Sid, KeyHash string
 }
+
+// DedupeKey is the key that remembers a messageSid sent with the API key whose hash is keyHash.
+func DedupeKey(keyHash, sid string) string { return dedupeKey(keyHash, sid) }
 
 // RunChecksTogether makes the calls as the server makes concurrent requests' calls: as one pipeline
 // (checks_batch.go).
@@ -45,21 +46,24 @@ func RunChecksTogether(rdb redis.UniversalClient, calls []CheckCall) ([]CheckAns
 	b := newChecksBatcher(rdb)
 	batch := make([]*checksCall, len(calls))
 	for i, c := range calls {
-		batch[i] = &checksCall{keys: c.Keys, args: []any{c.Limit, c.Sid, c.AccountID, dedupePrefix}, done: make(chan checksAnswer, 1)}
+		batch[i] = &checksCall{keys: c.Keys, args: []any{c.Limit}, done: make(chan checksAnswer, 1)}
+		if c.Sid != "" {
+			batch[i].dedupe = dedupeKey(c.KeyHash, c.Sid)
+		}
 	}
 	b.flush(batch)
 	answers, errs := make([]CheckAnswer, len(calls)), make([]error, len(calls))
 	for i, call := range batch {
 		a := <-call.done
 		if errs[i] = a.err; a.err == nil {
-			answers[i], errs[i] = checkAnswerOf(a.v, calls[i].Sid)
+			answers[i], errs[i] = checkAnswerOf(a, calls[i].Sid)
 		}
 	}
 	return answers, errs
 }
 
-func checkAnswerOf(v []any, sid string) (CheckAnswer, error) {
-	chk, read, err := parseChecks(v, sid)
+func checkAnswerOf(a checksAnswer, sid string) (CheckAnswer, error) {
+	chk, read, err := parseChecks(a, sid)
 	if err != nil {
 		return CheckAnswer{}, err
 	}
@@ -90,8 +94,7 @@ func ChecksQueuedAtClose(rdb redis.UniversalClient, n int) []error {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, err := b.run(ctx, []string{"rate:ratelimit:closing"}, 10, "", "acc_closing", dedupePrefix)
-			errs <- err
+			errs <- b.run(ctx, []string{"rate:ratelimit:{closing}"}, "", 10).err
 		}()
 	}
 	for len(b.calls) < n {
@@ -99,8 +102,7 @@ func ChecksQueuedAtClose(rdb redis.UniversalClient, n int) []error {
 	}
 	b.close()
 	// A call made after the close is refused the same way.
-	_, late := b.run(context.Background(), []string{"rate:ratelimit:closing"}, 10, "", "acc_closing", dedupePrefix)
-	out := []error{late}
+	out := []error{b.run(context.Background(), []string{"rate:ratelimit:{closing}"}, "", 10).err}
 	for range n {
 		out = append(out, <-errs)
 	}

@@ -482,7 +482,7 @@ func TestInboxListImportTwoSteps(t *testing.T) {
 	form := url.Values{"col0": {"phone"}, "col1": {""}, "col2": {"last_name"}, "col3": {"email"}, "col4": {""}, "col5": {"first_name"}, "col6": {"time_zone"}, "country": {"US"}}
 
 	t.Run("a press while another import of the file runs imports nothing", func(t *testing.T) {
-		claim := env.Redis.Get(t.Context(), "inbox:import:user:"+acc.OwnerUserID).Val() + ":claim"
+		claim := env.Redis.Get(t.Context(), "inbox:import:{"+acc.OwnerUserID+"}:latest").Val() + ":claim"
 		if err := env.Redis.Set(t.Context(), claim, "another press", time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -569,7 +569,7 @@ func TestInboxListImportTwoSteps(t *testing.T) {
 	})
 
 	t.Run("the upload is kept for a bounded time, one per user", func(t *testing.T) {
-		userKey := "inbox:import:user:" + acc.OwnerUserID
+		userKey := "inbox:import:{" + acc.OwnerUserID + "}:latest"
 		fileKey, err := env.Redis.Get(t.Context(), userKey).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -598,7 +598,7 @@ func TestInboxListImportTwoSteps(t *testing.T) {
 		again := b.postFile(path, path+"/import", "later.csv", []byte("phone\n+14155556791\n"))
 		later := again.Header.Get("Location")
 		// Expiry, as Redis does it when the time is up: the keys are gone.
-		kept, _ := env.Redis.Get(t.Context(), "inbox:import:user:"+acc.OwnerUserID).Result()
+		kept, _ := env.Redis.Get(t.Context(), "inbox:import:{"+acc.OwnerUserID+"}:latest").Result()
 		if err := env.Redis.Del(context.Background(), kept).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -660,11 +660,11 @@ func TestInboxListImportTwoSteps(t *testing.T) {
 			}
 		}
 		// Without the form's token: refused before anything is read or kept.
-		before := env.Redis.Get(t.Context(), "inbox:import:user:"+acc.OwnerUserID).Val()
+		before := env.Redis.Get(t.Context(), "inbox:import:{"+acc.OwnerUserID+"}:latest").Val()
 		if p := b.postFile("", path+"/import", "leads.csv", []byte(listImportFile)); p.Status != http.StatusForbidden {
 			t.Fatalf("an upload without the CSRF token: %d, want 403", p.Status)
 		}
-		if after := env.Redis.Get(t.Context(), "inbox:import:user:"+acc.OwnerUserID).Val(); after != before {
+		if after := env.Redis.Get(t.Context(), "inbox:import:{"+acc.OwnerUserID+"}:latest").Val(); after != before {
 			t.Fatal("an upload without the token was kept")
 		}
 		// No file at all: the form without its file field.

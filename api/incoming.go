@@ -105,7 +105,7 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 	if err := in.Validate(s.cfg.MaxMediaBytes); err != nil {
 		return err
 	}
-	key := dedupeKey(acc.ID, in.ExternalID)
+	key := dedupeKey(chk.keyHash, in.ExternalID)
 	switch {
 	case !chk.sidRead || in.ExternalID != sid:
 		why := "not looked up"
@@ -127,8 +127,6 @@ func (s *Server) incomingMessage(c *fiber.Ctx) error {
 	}
 	return c.JSON(fiber.Map{"success": true, "messageId": accepted.Message.ID})
 }
-
-func dedupeKey(accountID, sid string) string { return dedupePrefix + accountID + ":" + sid }
 
 // methodNotAllowed answers any method but POST on the incoming endpoint (before authentication).
 func methodNotAllowed(c *fiber.Ctx) error {

@@ -237,6 +237,23 @@ func TestRepeatedMessageSidIsProcessedOnce(t *testing.T) {
 	if got := len(hook.deliveries()); got != 1 {
 		t.Fatalf("%d replies delivered, want 1", got)
 	}
+	t.Run("a sid the fast path does not know is answered by the database", func(t *testing.T) {
+		// The Redis key that remembers a sid is named by the API key (api/checks.go, dedupeKey): a
+		// rotated key finds none, as an api finds none during the deploy that renamed those keys. The
+		// database's unique index answers, the same as the first time, and queues no second reply.
+		rotated := do(t, "POST", srv.URL+"/v1/api_key", key, nil)
+		expect(t, rotated, http.StatusCreated, "")
+		newKey, _ := rotated.JSON(t)["apiKey"].(string)
+		r := incoming(t, srv, newKey, "same-sid", "visitor-1", "hi there")
+		expect(t, r, http.StatusOK, "")
+		if body := r.JSON(t); body["messageId"] != ids[0] || body["duplicate"] != true {
+			t.Fatalf("the sid again with the rotated key: %s, want messageId %s and duplicate", r.Body, ids[0])
+		}
+		waitDrained(t, mustAccountID(t, newKey), retryHorizon)
+		if got := len(hook.deliveries()); got != 1 {
+			t.Fatalf("%d replies delivered, want 1", got)
+		}
+	})
 	t.Run("de-duplication is per account", func(t *testing.T) {
 		otherKey, _ := messagingAccount(t, srv, hook)
 		r := incoming(t, srv, otherKey, "same-sid", "visitor-1", "hi there")

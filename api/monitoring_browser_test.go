@@ -34,7 +34,7 @@ func TestMonitoringInBrowser(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	srv := startServer(t, "ADMIN_USER=ops", "ADMIN_PASSWORD=s3cret")
-	queues := []string{jobs.QueueCritical, jobs.QueueDefault, jobs.QueueCampaigns, jobs.QueueLow}
+	queues := []string{jobs.QueueDeliveries, jobs.QueueDefault, jobs.QueueOpenings, jobs.QueueLow}
 	// asynqmon lists only queues that exist in Redis, and a queue exists once it holds a task.
 	enqueuePending(t, queues)
 	browser := startChromium(t)

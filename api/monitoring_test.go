@@ -40,7 +40,7 @@ func TestMonitoringDashboard(t *testing.T) {
 	if r.Status != http.StatusOK {
 		t.Fatalf("queues API: %d %s", r.Status, r.Body)
 	}
-	for _, q := range []string{"critical", "default", "campaigns", "low"} {
+	for _, q := range []string{jobs.QueueDeliveries, jobs.QueueDefault, jobs.QueueOpenings, jobs.QueueLow} {
 		if !strings.Contains(string(r.Body), `"queue":"`+q+`"`) {
 			t.Fatalf("queue %s not listed: %s", q, r.Body)
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"funnelchat/jobs"
 )
 
 // TestOpeningDelaySkipsLeadsWhoWroteFirst: with openingDelayMinutes, a lead who messages within the
@@ -32,7 +34,7 @@ func TestOpeningDelaySkipsLeadsWhoWroteFirst(t *testing.T) {
 	inspector := asynq.NewInspector(env.Asynq)
 	defer inspector.Close()
 	for _, s := range sends {
-		if err := inspector.RunTask("campaigns", "opening:"+s.ID); err != nil {
+		if err := inspector.RunTask(jobs.QueueOpenings, "opening:"+s.ID); err != nil {
 			t.Fatalf("run the delayed opening now: %v", err)
 		}
 	}

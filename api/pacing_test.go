@@ -47,24 +47,28 @@ func runPacedCampaignSlots(t testing.TB, n, perMinute, workers int) (string, []t
 
 // TestPacingWithTwoWorkers: 15 contacts in one batch, two workers, 60/min: each contact gets exactly one
 // opening, the first three at once, and the rest on slots never closer together than the rate allows.
-// The rule is about the slots the sends reserve in Redis (the pacer's record, pace:slot:<send id>),
+// The rule is about the slots the sends reserve in Redis (the pacer's record,
+// pace:{<account>:<channel>}:slot:<send id>),
 // not about when a loaded machine got round to writing each opening; what the openings' times must
 // show is that none was written before its slot.
 func TestPacingWithTwoWorkers(t *testing.T) {
 	campaignID, times := runPacedCampaignSlots(t, 15, 60, 2)
 	type sent struct {
 		ID        string    `bun:"id"`
+		AccountID string    `bun:"account_id"`
+		Channel   string    `bun:"channel"`
 		CreatedAt time.Time `bun:"created_at"`
 	}
 	var sends []sent
 	err := env.Store.DB().NewSelect().TableExpr("campaign_sends AS s").Join("JOIN messages AS m ON m.id = s.message_id").
-		ColumnExpr("s.id, m.created_at").Where("s.campaign_id = ?", campaignID).Scan(t.Context(), &sends)
+		Join("JOIN campaigns AS c ON c.id = s.campaign_id").
+		ColumnExpr("s.id, c.account_id, c.channel, m.created_at").Where("s.campaign_id = ?", campaignID).Scan(t.Context(), &sends)
 	if err != nil || len(sends) != len(times) {
 		t.Fatalf("%d sends with openings (%v), want %d", len(sends), err, len(times))
 	}
 	slots := make([]int64, len(sends))
 	for i, s := range sends {
-		slot, err := env.Redis.Get(t.Context(), "pace:slot:"+s.ID).Int64()
+		slot, err := env.Redis.Get(t.Context(), "pace:{"+s.AccountID+":"+s.Channel+"}:slot:"+s.ID).Int64()
 		if err != nil {
 			t.Fatalf("slot of send %s: %v", s.ID, err)
 		}

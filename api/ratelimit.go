@@ -71,5 +71,7 @@ func (s *Server) applyRateLimit(c *fiber.Ctx, chk *checkResult) error {
 
 // rateKey is the Redis key of an API key's count: by the key's hash, so that it is known before the key
 // is checked, and a rotated key (a new hash) starts with a full allowance. The "rate:" prefix is the
-// one github.com/go-redis/redis_rate gave the same counts.
-func rateKey(k models.KeyCheck) string { return "rate:ratelimit:" + k.Hash() }
+// one github.com/go-redis/redis_rate gave the same counts; the hash is the key's hash tag, the same as
+// the key cache entry's (models.KeyCheck.CacheKey), so that checksScript's two keys share a slot on
+// Redis Cluster.
+func rateKey(k models.KeyCheck) string { return "rate:ratelimit:{" + k.Hash() + "}" }

@@ -85,7 +85,7 @@ func TestRetriesPassTheDoor(t *testing.T) {
 		inspector := asynq.NewInspector(env.Asynq)
 		defer inspector.Close()
 		taskID := fmt.Sprintf("deliver:%s:1", quinn["id"]) // its second delivery round
-		info, err := inspector.GetTaskInfo(jobs.QueueCritical, taskID)
+		info, err := inspector.GetTaskInfo(jobs.QueueDeliveries, taskID)
 		if err != nil || info.State != asynq.TaskStateScheduled || info.NextProcessAt.Sub(next).Abs() > time.Second {
 			t.Fatalf("delivery task %s: %+v, %v; want scheduled at %s", taskID, info, err, next)
 		}
@@ -93,7 +93,7 @@ func TestRetriesPassTheDoor(t *testing.T) {
 			t.Fatalf("the receiver got %d requests after the retries, want none", got-before)
 		}
 		// Its time comes: sent.
-		if err := inspector.RunTask(jobs.QueueCritical, taskID); err != nil {
+		if err := inspector.RunTask(jobs.QueueDeliveries, taskID); err != nil {
 			t.Fatal(err)
 		}
 		waitForMessage(t, srv, key, quinn["id"].(string), 15*time.Second, "the deferred opening to be sent", func(m map[string]any) bool { return m["status"] == "sent" })
@@ -108,7 +108,7 @@ func queuedDeliveries(t *testing.T, messageID string) int {
 	defer inspector.Close()
 	n := 0
 	for round := 1; round < 5; round++ {
-		if _, err := inspector.GetTaskInfo(jobs.QueueCritical, fmt.Sprintf("deliver:%s:%d", messageID, round)); err == nil {
+		if _, err := inspector.GetTaskInfo(jobs.QueueDeliveries, fmt.Sprintf("deliver:%s:%d", messageID, round)); err == nil {
 			n++
 		}
 	}

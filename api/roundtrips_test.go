@@ -104,7 +104,7 @@ func TestIncomingFastPathRoundTrips(t *testing.T) {
 	t.Cleanup(func() { httpClient.CloseIdleConnections(); _ = srv.Shutdown(context.Background()) })
 	s := &server{Server: srv, URL: "http://" + ln.Addr().String(), cfg: cfg}
 
-	acc, key := newAccount(t)
+	_, key := newAccount(t)
 	send := func(sid string) (response, int64, int64) {
 		t.Helper()
 		w0, q0 := rt.writes.Load(), queries.n.Load()
@@ -130,7 +130,11 @@ func TestIncomingFastPathRoundTrips(t *testing.T) {
 	}
 	t.Logf("fast path, new message: %d Redis round trips, %d database queries", w, q)
 	id, _ := r.JSON(t)["messageId"].(string)
-	if got, err := env.Redis.Get(ctx, "dedupe:incoming:"+acc.ID+":rt-3").Result(); err != nil || got != id {
+	k, err := store.CheckKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := env.Redis.Get(ctx, api.DedupeKey(k.Hash(), "rt-3")).Result(); err != nil || got != id {
 		t.Fatalf("messageSid key %q, %v; want %q", got, err, id)
 	}
 	if n, _ := env.Redis.Exists(ctx, "asynq:{default}:t:bot:"+id).Result(); n != 1 {

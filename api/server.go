@@ -35,7 +35,8 @@ type Deps struct {
 	Redis  redis.UniversalClient
 	Queue  *jobs.Queue
 	Logger *slog.Logger
-	// AsynqRedis is where the queues live, for the asynqmon dashboard at /monitoring/.
+	// AsynqRedis is where the queues live, for the asynqmon dashboard at /monitoring/ and the queue
+	// metrics; the process's one client (jobs.SharedRedis) in the binaries.
 	AsynqRedis asynq.RedisConnOpt
 	// Replica serves the lag-tolerant reads while it is close enough behind (DATABASE_REPLICA_URL,
 	// models/report); nil: every read on Store.
@@ -141,7 +142,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.hub.Close()
 	err := s.fiber.ShutdownWithContext(ctx)
 	s.checks.close()
-	if s.monitor != nil {
+	if _, shared := s.asynqRedis.(jobs.SharedRedis); s.monitor != nil && !shared {
+		// asynqmon closes the clients it made; a shared one is its owner's to close.
 		_ = s.monitor.Close()
 	}
 	return err

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"funnelchat/models"
 )
 
@@ -38,6 +40,9 @@ type Config struct {
 	RedisSentinelMaster string
 	// RedisSentinelPassword is the sentinels' own password (their requirepass), if they have one.
 	RedisSentinelPassword string
+	// RedisClusterAddrs (host:port each) makes every Redis client a Redis Cluster client that starts
+	// from these nodes; RedisURL then only supplies the credentials and TLS (its database must be 0).
+	RedisClusterAddrs []string
 
 	// SecretsKey encrypts provider credentials and webhook signing secrets at rest (32 bytes, given
 	// base64-encoded); nil stores them as they are. SecretsKeyPrevious still reads what an earlier key
@@ -111,16 +116,25 @@ func Load(getenv func(string) string) (*Config, error) {
 	if err := c.loadSentinel(getenv); err != nil {
 		return nil, err
 	}
+	if err := c.loadCluster(getenv); err != nil {
+		return nil, err
+	}
 	sentinel := len(c.RedisSentinelAddrs) > 0
+	cluster := len(c.RedisClusterAddrs) > 0
 	switch {
-	case c.DatabaseURL == "" && c.RedisURL == "" && !sentinel:
+	case sentinel && cluster:
+		return nil, errors.New("config: REDIS_CLUSTER_ADDRS and REDIS_SENTINEL_ADDRS: set one or the other, not both (a Redis Cluster fails over by itself)")
+	case c.DatabaseURL == "" && c.RedisURL == "" && !sentinel && !cluster:
 		c.Standalone = true
 	case c.DatabaseURL == "" && sentinel:
 		return nil, errors.New("config: REDIS_SENTINEL_ADDRS is set but DATABASE_URL is not: Sentinel is for production mode")
+	case c.DatabaseURL == "" && cluster:
+		return nil, errors.New("config: REDIS_CLUSTER_ADDRS is set but DATABASE_URL is not: Redis Cluster is for production mode")
 	case c.DatabaseURL == "":
 		return nil, errors.New("config: REDIS_URL is set but DATABASE_URL is not: set both (production) or neither (standalone mode)")
-	case c.RedisURL == "" && sentinel:
-		// Sentinel names the master; the URL would only add a password and a database number.
+	case c.RedisURL == "" && (sentinel || cluster):
+		// Sentinel names the master, the cluster its nodes; the URL would only add credentials (and,
+		// with Sentinel, a database number).
 		c.RedisURL = "redis://"
 	case c.RedisURL == "":
 		return nil, errors.New("config: DATABASE_URL is set but REDIS_URL is not: set both (production) or neither (standalone mode)")
@@ -141,6 +155,16 @@ func Load(getenv func(string) string) (*Config, error) {
 			}
 			if c.DatabaseReplicaURL == c.DatabaseURL {
 				return nil, errors.New("config: DATABASE_REPLICA_URL: is DATABASE_URL itself; set it to a streaming standby of that database, or leave it unset")
+			}
+		}
+		if cluster {
+			opt, err := redis.ParseURL(c.RedisURL)
+			if err != nil {
+				return nil, fmt.Errorf("config: REDIS_URL: %v", err)
+			}
+			if opt.DB != 0 {
+				return nil, fmt.Errorf("config: REDIS_CLUSTER_ADDRS: a Redis Cluster has only database 0 (it refuses SELECT), but REDIS_URL names database %d; "+
+					"beside REDIS_CLUSTER_ADDRS, REDIS_URL gives only the credentials and TLS (rediss://)", opt.DB)
 			}
 		}
 	}
@@ -216,15 +240,35 @@ func (c *Config) loadSentinel(getenv func(string) string) error {
 	if addrs == "" {
 		return nil
 	}
+	var err error
+	c.RedisSentinelAddrs, err = hostPorts("REDIS_SENTINEL_ADDRS", addrs)
+	return err
+}
+
+// loadCluster reads REDIS_CLUSTER_ADDRS: some of the cluster's nodes (any, masters or replicas), from
+// which the client learns the whole cluster.
+func (c *Config) loadCluster(getenv func(string) string) error {
+	addrs := strings.TrimSpace(getenv("REDIS_CLUSTER_ADDRS"))
+	if addrs == "" {
+		return nil
+	}
+	var err error
+	c.RedisClusterAddrs, err = hostPorts("REDIS_CLUSTER_ADDRS", addrs)
+	return err
+}
+
+// hostPorts reads the comma-separated host:port list addrs of the variable name.
+func hostPorts(name, addrs string) ([]string, error) {
+	var out []string
 	for _, a := range strings.Split(addrs, ",") {
 		a = strings.TrimSpace(a)
 		host, port, err := net.SplitHostPort(a)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("config: REDIS_SENTINEL_ADDRS: must be a comma-separated list of host:port, got %q", addrs)
+			return nil, fmt.Errorf("config: %s: must be a comma-separated list of host:port, got %q", name, addrs)
 		}
-		c.RedisSentinelAddrs = append(c.RedisSentinelAddrs, a)
+		out = append(out, a)
 	}
-	return nil
+	return out, nil
 }
 
 // apiDatabasePool is an api process's default PostgreSQL pool. database/sql keeps only two idle

@@ -354,6 +354,37 @@ func TestLoadSentinelAndSecretsKey(t *testing.T) {
 	})
 }
 
+// cluster is REDIS_CLUSTER_ADDRS set to addrs.
+func cluster(addrs string) map[string]string {
+	return map[string]string{"REDIS_CLUSTER_ADDRS": addrs}
+}
+
+func TestLoadCluster(t *testing.T) {
+	t.Run("a cluster without REDIS_URL is production mode", func(t *testing.T) {
+		vars := cluster(" r1.internal:7000, 10.0.0.2:7001 ,[::1]:7002")
+		vars["DATABASE_URL"] = "postgres://u:p@db.internal:5432/app"
+		got, err := config.Load(env(vars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"r1.internal:7000", "10.0.0.2:7001", "[::1]:7002"}
+		if got.Standalone || !cmp.Equal(got.RedisClusterAddrs, want) || got.RedisURL != "redis://" || len(got.RedisSentinelAddrs) != 0 {
+			t.Errorf("standalone=%v addrs=%q url=%q sentinels=%q", got.Standalone, got.RedisClusterAddrs, got.RedisURL, got.RedisSentinelAddrs)
+		}
+	})
+	t.Run("REDIS_URL beside a cluster is kept for its credentials and TLS", func(t *testing.T) {
+		for _, url := range []string{"redis://cache.internal:6379/0", "rediss://:pw@cache.internal:6380", "redis://u:pw@cache.internal"} {
+			got, err := config.Load(env(production(map[string]string{"REDIS_URL": url, "REDIS_CLUSTER_ADDRS": "r1:7000"})))
+			if err != nil {
+				t.Fatalf("%s: %v", url, err)
+			}
+			if got.RedisURL != url || len(got.RedisClusterAddrs) != 1 {
+				t.Errorf("url=%q addrs=%q", got.RedisURL, got.RedisClusterAddrs)
+			}
+		}
+	})
+}
+
 func TestLoadInvalid(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -436,6 +467,18 @@ func TestLoadInvalid(t *testing.T) {
 		{"REPLICA_MAX_LAG zero", production(map[string]string{"DATABASE_REPLICA_URL": "postgres://replica/app", "REPLICA_MAX_LAG": "0s"}), "REPLICA_MAX_LAG"},
 		{"REPLICA_MAX_LAG negative", production(map[string]string{"DATABASE_REPLICA_URL": "postgres://replica/app", "REPLICA_MAX_LAG": "-1s"}), "REPLICA_MAX_LAG"},
 		{"REPLICA_MAX_LAG without unit", production(map[string]string{"DATABASE_REPLICA_URL": "postgres://replica/app", "REPLICA_MAX_LAG": "5"}), "REPLICA_MAX_LAG"},
+		{"REDIS_CLUSTER_ADDRS without port", production(cluster("r1:7000,r2")), "REDIS_CLUSTER_ADDRS"},
+		{"REDIS_CLUSTER_ADDRS port zero", production(cluster("r1:0")), "REDIS_CLUSTER_ADDRS"},
+		{"REDIS_CLUSTER_ADDRS port not a number", production(cluster("r1:redis")), "REDIS_CLUSTER_ADDRS"},
+		{"REDIS_CLUSTER_ADDRS empty element", production(cluster("r1:7000,,r2:7000")), "REDIS_CLUSTER_ADDRS"},
+		{"REDIS_CLUSTER_ADDRS without host", production(cluster(":7000")), "REDIS_CLUSTER_ADDRS"},
+		{"REDIS_CLUSTER_ADDRS a URL", production(cluster("redis://r1:7000")), "REDIS_CLUSTER_ADDRS"},
+		{"REDIS_CLUSTER_ADDRS in standalone mode", cluster("r1:7000"), "DATABASE_URL"},
+		{"REDIS_CLUSTER_ADDRS beside Sentinel", production(map[string]string{"REDIS_CLUSTER_ADDRS": "r1:7000", "REDIS_SENTINEL_ADDRS": "s1:26379", "REDIS_SENTINEL_MASTER": "m"}), "REDIS_CLUSTER_ADDRS"},
+		{"REDIS_CLUSTER_ADDRS with a database in REDIS_URL", production(map[string]string{"REDIS_CLUSTER_ADDRS": "r1:7000", "REDIS_URL": "redis://cache.internal:6379/3"}), "REDIS_CLUSTER_ADDRS"},
+		{"REDIS_CLUSTER_ADDRS with a database in REDIS_URL's query", production(map[string]string{"REDIS_CLUSTER_ADDRS": "r1:7000", "REDIS_URL": "redis://cache.internal:6379?db=2"}), "REDIS_CLUSTER_ADDRS"},
+		{"REDIS_URL beside a cluster not redis", production(map[string]string{"REDIS_URL": "http://x", "REDIS_CLUSTER_ADDRS": "r1:7000"}), "REDIS_URL"},
+		{"REDIS_SENTINEL_PASSWORD beside a cluster", production(map[string]string{"REDIS_SENTINEL_PASSWORD": "pw", "REDIS_CLUSTER_ADDRS": "r1:7000"}), "REDIS_SENTINEL_PASSWORD"},
 		{"SECRETS_KEY not base64", map[string]string{"SECRETS_KEY": "not a key!"}, "SECRETS_KEY"},
 		{"SECRETS_KEY 16 bytes", map[string]string{"SECRETS_KEY": "AAAAAAAAAAAAAAAAAAAAAA=="}, "SECRETS_KEY"},
 		{"SECRETS_KEY 33 bytes", map[string]string{"SECRETS_KEY": strings.Repeat("A", 44)}, "SECRETS_KEY"},

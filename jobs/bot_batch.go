@@ -46,7 +46,7 @@ type BotRepliesPayload struct {
 const (
 	botBatchMax      = 32              // messages in one batch task
 	botBatchFlushers = 1               // enqueues in flight at once
-	botBatchTimeout  = 5 * time.Second // one batch's enqueue (the callers wait less: app.EnqueueTimeout)
+	botBatchTimeout  = 5 * time.Second // one batch's enqueue at most (its callers' deadline ends it sooner: flushDeadline)
 	// botMarkerTTL keeps a message's batch marker as long as the incoming endpoint's de-duplication key
 	// (api/incoming.go): a batch still queued after that is treated as lost by the sweep.
 	botMarkerTTL = 24 * time.Hour
@@ -57,15 +57,29 @@ var errQueueClosed = errors.New("enqueue bot reply: the queue is closed")
 // botBatchTaskID is a batch's task id: its first message's, which is new only once.
 func botBatchTaskID(firstMessageID string) string { return "bots:" + firstMessageID }
 
-// botBatchKey is the Redis key that names the batch task holding a message's bot reply.
-func botBatchKey(messageID string) string { return "botbatch:" + messageID }
+// botBatchKey is the Redis key that names the batch task holding a message's bot reply. It is in the
+// bot replies' slot (BesideBotReplies), as batchMarkScript sets it beside the batch task's key.
+func botBatchKey(messageID string) string { return BesideBotReplies("botbatch:", messageID) }
+
+// legacyBotBatchKey is the marker's name before it carried the bot replies' hash tag. A batch an api
+// of the earlier release queued during the deploy is marked under it for botMarkerTTL;
+// BotReplyInProgress still reads it. (Remove after a release.)
+func legacyBotBatchKey(messageID string) string { return "botbatch:" + messageID }
+
+// BesideBotReplies names a Redis key in the slot of the bot replies' queue on Redis Cluster: prefix,
+// then the queue's hash tag as asynq writes it in its keys (asynq:{default}:...), then ":" and name. A
+// key that a script sets beside a bot reply's task (BotReplyAndSet, the batch's markers) must be; the
+// price is that all of them live on the master of that one slot.
+func BesideBotReplies(prefix, name string) string { return prefix + "{" + QueueDefault + "}:" + name }
 
 // botEnqueue is one incoming request's enqueue waiting for its batch; key is "" when there is no
 // de-duplication key to set with it (BotReplyToNew).
 type botEnqueue struct {
 	messageID, key, value string
 	ttl                   time.Duration
-	done                  chan botEnqueued
+	// deadline is when the caller stops waiting (zero: it set none).
+	deadline time.Time
+	done     chan botEnqueued
 }
 
 type botEnqueued struct{ setErr, err error }
@@ -105,7 +119,7 @@ func (b *botBatcher) flusher() {
 
 // flush queues a batch: one task for all of it, or, for a message alone, its own task as before.
 func (b *botBatcher) flush(batch []*botEnqueue) {
-	ctx, cancel := context.WithTimeout(context.Background(), botBatchTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), flushDeadline(batch, time.Now()))
 	defer cancel()
 	if len(batch) == 1 {
 		call := batch[0]
@@ -125,8 +139,32 @@ func (b *botBatcher) flush(batch []*botEnqueue) {
 	}
 }
 
+// flushDeadline is when a batch's enqueue gives up: when the last of its callers stops waiting, and
+// at most botBatchTimeout from now. A caller that stopped waiting answered its sender 503, and the
+// sender's retry finds the message stored and queues its reply unless a task holds it
+// (BotReplyUnlessHeld); an enqueue of the batch that went on retrying (through a Redis failover, say)
+// could land after that check and queue the reply a second time, in a task that would run beside the
+// retry's.
+func flushDeadline(batch []*botEnqueue, now time.Time) time.Time {
+	limit := now.Add(botBatchTimeout)
+	var last time.Time
+	for _, call := range batch {
+		if call.deadline.IsZero() {
+			return limit
+		}
+		if call.deadline.After(last) {
+			last = call.deadline
+		}
+	}
+	if last.After(limit) {
+		return limit
+	}
+	return last
+}
+
 // batchMarkScript sets, once the batch task is in Redis, each message's marker (the batch's task id)
-// and the de-duplication keys of those that have one, as setIfQueuedScript does for one message.
+// and the de-duplication keys of those that have one, as setIfQueuedScript does for one message. Every
+// key is in the bot replies' slot (BesideBotReplies), as Redis Cluster requires of a script's keys.
 //
 //	KEYS[1] the batch task's key (asynqTaskKey); then the N markers; then the keys to set
 //	ARGV[1] the batch's task id, ARGV[2] the markers' TTL in ms, ARGV[3] N; then per key its value and TTL in ms

@@ -55,7 +55,7 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	q, mini := batchQueue(t)
 	ctx := context.Background()
 	// Warm: the queue's registration and the scripts.
-	if _, err := q.BotReplyAndSet(ctx, "msg_warm", "k_warm", "msg_warm", time.Hour); err != nil {
+	if _, err := q.BotReplyAndSet(ctx, "msg_warm", tk("warm"), "msg_warm", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	hold := &holdFirstScript{release: make(chan struct{})}
@@ -73,7 +73,7 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 			return
 		}
 		var setErr error
-		setErr, errs[i] = q.BotReplyAndSet(ctx, ids[i], "k_"+ids[i], ids[i], time.Hour)
+		setErr, errs[i] = q.BotReplyAndSet(ctx, ids[i], tk(ids[i]), ids[i], time.Hour)
 		if errs[i] == nil {
 			errs[i] = setErr
 		}
@@ -123,11 +123,11 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	}
 	for i, id := range ids[1:] {
 		if keyless(i + 1) {
-			if mini.Exists("k_" + id) {
+			if mini.Exists(tk(id)) {
 				t.Fatalf("%s: a key set for an enqueue that named none", id)
 			}
-		} else if v, _ := mini.Get("k_" + id); v != id || mini.TTL("k_"+id) != time.Hour {
-			t.Fatalf("%s: key %q, TTL %s", id, v, mini.TTL("k_"+id))
+		} else if v, _ := mini.Get(tk(id)); v != id || mini.TTL(tk(id)) != time.Hour {
+			t.Fatalf("%s: key %q, TTL %s", id, v, mini.TTL(tk(id)))
 		}
 		if v, _ := mini.Get(botBatchKey(id)); v != batchID {
 			t.Fatalf("%s: marker %q, want %q", id, v, batchID)
@@ -175,8 +175,8 @@ func TestFailedBatchEnqueueSetsNothing(t *testing.T) {
 	q.rdb.AddHook(drop)
 	drop.on.Store(true)
 	batch := []*botEnqueue{
-		{messageID: "msg_a", key: "k_a", value: "msg_a", ttl: time.Hour, done: make(chan botEnqueued, 1)},
-		{messageID: "msg_b", key: "k_b", value: "msg_b", ttl: time.Hour, done: make(chan botEnqueued, 1)},
+		{messageID: "msg_a", key: tk("a"), value: "msg_a", ttl: time.Hour, done: make(chan botEnqueued, 1)},
+		{messageID: "msg_b", key: tk("b"), value: "msg_b", ttl: time.Hour, done: make(chan botEnqueued, 1)},
 	}
 	q.botsOnce.Do(func() { q.bots = newBotBatcher(q) })
 	q.bots.flush(batch)
@@ -216,14 +216,104 @@ func TestBotRetryDelaysCountTheBatchsTry(t *testing.T) {
 func TestBotReplyAfterCloseAnswersAtOnce(t *testing.T) {
 	q, _ := batchQueue(t)
 	ctx := context.Background()
-	if _, err := q.BotReplyAndSet(ctx, "msg_1", "k1", "msg_1", time.Hour); err != nil {
+	if _, err := q.BotReplyAndSet(ctx, "msg_1", tk("k1"), "msg_1", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	_ = q.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := q.BotReplyAndSet(ctx, "msg_2", "k2", "msg_2", time.Hour); !errors.Is(err, errQueueClosed) {
+	if _, err := q.BotReplyAndSet(ctx, "msg_2", tk("k2"), "msg_2", time.Hour); !errors.Is(err, errQueueClosed) {
 		t.Fatalf("enqueue after Close: %v, want %v", err, errQueueClosed)
 	}
 	_ = q.Close()
+}
+
+// holdScripts is a pipeline hook that holds every script pipeline (an enqueue with its piggyback) until
+// released, and says when each has gone on to Redis, or failed to.
+type holdScripts struct {
+	release chan struct{}
+	passed  chan error
+}
+
+func (h *holdScripts) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *holdScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *holdScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) < 2 || !isScriptCall(cmds[0]) {
+			return next(ctx, cmds)
+		}
+		<-h.release
+		err := next(ctx, cmds)
+		h.passed <- err
+		return err
+	}
+}
+
+// An enqueue whose caller has stopped waiting (answered its sender 503) is not made later: Redis held
+// up (failing over, say) until the sender's retry has queued the reply in a task of its own, the
+// batch's enqueue would land after it and the reply would be queued twice, in two tasks running side
+// by side.
+func TestAnEnqueueItsCallerGaveUpOnIsNotMadeLater(t *testing.T) {
+	q, mini := batchQueue(t)
+	ctx := context.Background()
+	if _, err := q.BotReplyAndSet(ctx, "msg_warm", tk("warm"), "msg_warm", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	hold := &holdScripts{release: make(chan struct{}), passed: make(chan error, 1)}
+	q.rdb.AddHook(hold)
+
+	deadline := time.Now().Add(100 * time.Millisecond)
+	waiting, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if _, err := q.BotReplyAndSet(waiting, "msg_late", tk("late"), "msg_late", time.Hour); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("enqueue held past its caller's deadline: %v, want %v", err, context.DeadlineExceeded)
+	}
+	// Redis answers again, a moment after the caller's deadline: a context's deadline is noticed by a
+	// timer of its own, which a loaded machine (or the race detector) can run a little late.
+	time.Sleep(time.Until(deadline.Add(100 * time.Millisecond)))
+	close(hold.release)
+	if err := <-hold.passed; err == nil {
+		t.Fatal("the enqueue went to Redis after its caller had given up")
+	}
+	if mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID("msg_late"))) || mini.Exists(tk("late")) {
+		t.Fatal("the reply was queued after its caller had given up")
+	}
+}
+
+func TestFlushDeadlineIsTheLastCallers(t *testing.T) {
+	now := time.Now()
+	at := func(d time.Duration) *botEnqueue { return &botEnqueue{deadline: now.Add(d)} }
+	for _, tc := range []struct {
+		batch []*botEnqueue
+		want  time.Time
+	}{
+		{[]*botEnqueue{at(time.Second), at(2 * time.Second)}, now.Add(2 * time.Second)},
+		{[]*botEnqueue{at(time.Second), {}}, now.Add(botBatchTimeout)},
+		{[]*botEnqueue{at(time.Hour)}, now.Add(botBatchTimeout)},
+	} {
+		if got := flushDeadline(tc.batch, now); !got.Equal(tc.want) {
+			t.Errorf("flushDeadline = %s after now, want %s", got.Sub(now), tc.want.Sub(now))
+		}
+	}
+}
+
+// A batch that an api of the release before the markers' rename queued is marked under the marker's
+// earlier name (botbatch:<message id>): its messages' replies are held all the same, so that the
+// sweep and a sender's retry do not queue a second task during the deploy.
+func TestABatchMarkedUnderTheEarlierNameHoldsItsReplies(t *testing.T) {
+	q, mini := batchQueue(t)
+	ctx := context.Background()
+	if err := q.BotReply(ctx, "msg_batch_head"); err != nil { // a task to stand for the batch's
+		t.Fatal(err)
+	}
+	held, err := q.BotReplyInProgress(ctx, "msg_in_old_batch")
+	if err != nil || held {
+		t.Fatalf("unmarked: held %v, %v", held, err)
+	}
+	if err := mini.Set("botbatch:msg_in_old_batch", botReplyTaskID("msg_batch_head")); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := q.BotReplyInProgress(ctx, "msg_in_old_batch"); err != nil || !held {
+		t.Fatalf("marked under the earlier name: held %v, %v; want held", held, err)
+	}
 }

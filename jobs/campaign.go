@@ -35,8 +35,11 @@ const openingBurst = 3
 // Opening enqueues the opening message of a campaign send, to run at its due time.
 func (q *Queue) Opening(ctx context.Context, send models.DueSend) error {
 	return q.enqueue(ctx, TypeCampaignOpening, OpeningPayload{SendID: send.SendID},
-		asynq.TaskID("opening:"+send.SendID), asynq.Queue(QueueCampaigns), asynq.ProcessAt(notBefore(send.DueAt)), asynq.MaxRetry(5))
+		asynq.TaskID(openingTaskID(send.SendID)), asynq.Queue(QueueOpenings), asynq.ProcessAt(notBefore(send.DueAt)), asynq.MaxRetry(5))
 }
+
+// openingTaskID is a campaign send's opening task: one per send.
+func openingTaskID(sendID string) string { return "opening:" + sendID }
 
 // Openings enqueues several opening messages; it stops at the first error (the sweep enqueues the rest).
 func (q *Queue) Openings(ctx context.Context, sends []models.DueSend) error {
@@ -104,7 +107,7 @@ func (h *Handler) handleOpening(ctx context.Context, t *asynq.Task) error {
 	}
 	if campaign.Status != models.CampaignLive {
 		// Held until the campaign is live again; resuming queues it anew, with a new slot.
-		if err := h.pacer.release(ctx, send.ID); err != nil {
+		if err := h.pacer.release(ctx, campaign.AccountID, campaign.Channel, send.ID); err != nil {
 			return err
 		}
 		return h.Store.SetSendStatus(ctx, send.ID, models.SendHeld, "")
@@ -189,7 +192,7 @@ func (h *Handler) pace(ctx context.Context, c *models.Campaign, sendID string) e
 	if c.SendRatePerMinute != nil {
 		rate = *c.SendRatePerMinute
 	}
-	wait, err := h.pacer.reserve(ctx, "pace:"+c.AccountID+":"+c.Channel, sendID, rate)
+	wait, err := h.pacer.reserve(ctx, c.AccountID, c.Channel, sendID, rate)
 	if err != nil {
 		return err
 	}

@@ -174,7 +174,7 @@ func (h *Handler) attemptWith(ctx context.Context, m *models.Message, acc *model
 // delivery task (the bot's inline attempt), to run at its next attempt's time.
 func (q *Queue) DeliverRetry(ctx context.Context, messageID string, round, prior int, at time.Time) error {
 	return q.enqueue(ctx, TypeWebhookDeliver, DeliverPayload{MessageID: messageID, Round: round, Prior: prior},
-		asynq.TaskID(fmt.Sprintf("deliver:%s:%d", messageID, round)), asynq.Queue(QueueCritical),
+		asynq.TaskID(deliverTaskID(messageID, round)), asynq.Queue(QueueDeliveries),
 		asynq.MaxRetry(max(len(q.cfg.WebhookRetrySchedule)-prior, 0)), asynq.ProcessAt(at))
 }
 

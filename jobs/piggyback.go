@@ -71,7 +71,8 @@ func isScriptCall(cmd redis.Cmder) bool {
 
 // setIfQueuedScript sets a key only while a task is in Redis.
 //
-//	KEYS[1] the task's key (asynqTaskKey), KEYS[2] the key to set; ARGV[1] its value, ARGV[2] its TTL in ms
+//	KEYS[1] the task's key (asynqTaskKey), KEYS[2] the key to set, in the task's slot (BesideBotReplies
+//	for a bot reply); ARGV[1] its value, ARGV[2] its TTL in ms
 //
 // It is sent with EVAL (its source, not its SHA), so that it never needs a round trip of its own after a
 // NOSCRIPT. Redis caches the compiled script by its SHA.

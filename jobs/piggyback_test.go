@@ -91,40 +91,40 @@ func TestBotReplyAndSetSharesTheEnqueuesRoundTrip(t *testing.T) {
 	}
 	// Cold: the connection's set-up, asynq's queue registration (SADD, once per process) and NOSCRIPT
 	// then EVAL, which carries the SET again.
-	check("msg_1", "k1", 0)
+	check("msg_1", tk("k1"), 0)
 	// Warm: one round trip for the enqueue and the SET.
-	check("msg_2", "k2", 1)
+	check("msg_2", tk("k2"), 1)
 	// A task already queued (a client's retry): the work is owed, so the key is set.
-	check("msg_2", "k2b", 1)
+	check("msg_2", tk("k2b"), 1)
 
 	// After a SCRIPT FLUSH the SET rides with the EVAL that follows the NOSCRIPT: two round trips.
 	if err := q.rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	check("msg_3", "k3", 2) // [EVALSHA + SET] refused with NOSCRIPT, then [EVAL + SET]
+	check("msg_3", tk("k3"), 2) // [EVALSHA + SET] refused with NOSCRIPT, then [EVAL + SET]
 
 	// An enqueue that fails never leaves the key set.
 	drop.on.Store(true)
-	setErr, err := q.BotReplyAndSet(ctx, "msg_4", "k4", "msg_4", time.Hour)
+	setErr, err := q.BotReplyAndSet(ctx, "msg_4", tk("k4"), "msg_4", time.Hour)
 	drop.on.Store(false)
 	if err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("enqueue: %v", err)
 	}
-	if setErr != nil || mini.Exists("k4") {
+	if setErr != nil || mini.Exists(tk("k4")) {
 		t.Fatalf("key set after a failed enqueue (set error %v)", setErr)
 	}
 
 	// The piggyback goes once: a later script call with the same context sends only itself.
-	set := setIfQueued(ctx, QueueDefault, botReplyTaskID("msg_5"), "k5", "msg_5", time.Hour)
+	set := setIfQueued(ctx, QueueDefault, botReplyTaskID("msg_5"), tk("k5"), "msg_5", time.Hour)
 	pctx, p := withPiggyback(ctx, set)
 	if err := q.BotReply(pctx, "msg_5"); err != nil || !p.sent {
 		t.Fatalf("enqueue %v, sent %v", err, p.sent)
 	}
-	mini.Del("k5")
+	mini.Del(tk("k5"))
 	if err := q.BotReply(pctx, "msg_6"); err != nil {
 		t.Fatal(err)
 	}
-	if mini.Exists("k5") {
+	if mini.Exists(tk("k5")) {
 		t.Fatal("the piggyback went twice")
 	}
 
@@ -135,3 +135,6 @@ func TestBotReplyAndSetSharesTheEnqueuesRoundTrip(t *testing.T) {
 		t.Fatalf("the Queue's connection is still open after Close: %v", err)
 	}
 }
+
+// tk names a test's key to set with a bot reply: in the bot replies' slot, as BotReplyAndSet requires.
+func tk(name string) string { return BesideBotReplies("k:", name) }

@@ -22,6 +22,13 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	// Deliveries and openings that a process of the release before the queues' rename queued in
+	// their old queues are owed, and held there: the drain server runs them (LegacyQueues). A twin
+	// queued in the new queue would run beside them.
+	legacy, err := h.Queue.legacyInUse()
+	if err != nil {
+		return err
+	}
 	for _, id := range due.BotReplies {
 		if err := h.Queue.BotReplyUnlessHeld(ctx, id); err != nil {
 			return err
@@ -40,12 +47,26 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 				continue
 			}
 		}
+		if held, err := h.Queue.heldByLegacy(legacy, deliverTaskID(d.MessageID, d.Round)); err != nil || held {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if err := h.Queue.Deliver(ctx, d.MessageID, d.Round); err != nil {
 			return err
 		}
 	}
-	if err := h.Queue.Openings(ctx, due.Openings); err != nil {
-		return err
+	for _, o := range due.Openings {
+		if held, err := h.Queue.heldByLegacy(legacy, openingTaskID(o.SendID)); err != nil || held {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := h.Queue.Opening(ctx, o); err != nil {
+			return err
+		}
 	}
 	for _, f := range due.FollowUps {
 		if err := h.Queue.FollowUp(ctx, f.SendID, f.Step, time.Now()); err != nil {

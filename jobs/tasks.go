@@ -62,10 +62,12 @@ type WebhookTestPayload struct {
 type Queue struct {
 	client    *asynq.Client
 	inspector *asynq.Inspector // on the same connection
-	// rdb is the client's Redis connection pool, which the Queue owns: asynq's Client made from a
-	// redis client (NewClientFromRedisClient) does not close it.
-	rdb redis.UniversalClient
-	cfg *config.Config
+	// rdb is the client's Redis connection pool; owned: the Queue made it and closes it (asynq's Client
+	// made from a redis client, NewClientFromRedisClient, does not close it). A process's shared client
+	// (SharedRedis) is its owner's to close.
+	rdb   redis.UniversalClient
+	owned bool
+	cfg   *config.Config
 	// bots batches the api's bot reply enqueues (bot_batch.go), from the first BotReplyAndSet or
 	// BotReplyToNew.
 	botsOnce  sync.Once
@@ -74,14 +76,11 @@ type Queue struct {
 }
 
 // NewQueue returns a Queue on the given Redis. Its connection carries piggybackHook (see
-// BotReplyAndSet).
+// BotReplyAndSet): make one Queue per client.
 func NewQueue(opt asynq.RedisConnOpt, cfg *config.Config) *Queue {
-	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
-	if !ok {
-		panic(fmt.Sprintf("jobs: unsupported RedisConnOpt type %T", opt)) // as asynq.NewClient
-	}
+	rdb, owned := clientOf(opt)
 	rdb.AddHook(&piggybackHook{rdb: rdb})
-	return &Queue{client: asynq.NewClientFromRedisClient(rdb), inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, cfg: cfg}
+	return &Queue{client: asynq.NewClientFromRedisClient(rdb), inspector: asynq.NewInspectorFromRedisClient(rdb), rdb: rdb, owned: owned, cfg: cfg}
 }
 
 // BotReplyInProgress reports whether the bot reply task of an incoming message is still in asynq to be
@@ -92,20 +91,64 @@ func (q *Queue) BotReplyInProgress(ctx context.Context, messageID string) (bool,
 	if busy, err := q.inProgress(botReplyTaskID(messageID)); busy || err != nil {
 		return busy, err
 	}
-	// Or the batch that named it (bot_batch.go).
-	batch, err := q.rdb.Get(ctx, botBatchKey(messageID)).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return false, nil
-	case err != nil:
-		return false, err
+	// Or the batch that named it (bot_batch.go): its marker, or the marker an api from before the
+	// markers' rename set (legacyBotBatchKey), while one can still be there.
+	for _, key := range []string{botBatchKey(messageID), legacyBotBatchKey(messageID)} {
+		batch, err := q.rdb.Get(ctx, key).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			continue
+		case err != nil:
+			return false, err
+		}
+		return q.inProgress(batch)
 	}
-	return q.inProgress(batch)
+	return false, nil
 }
 
 // inProgress reports whether a task of the default queue is pending, scheduled, active or retrying.
 func (q *Queue) inProgress(taskID string) (bool, error) {
-	info, err := q.inspector.GetTaskInfo(QueueDefault, taskID)
+	return q.inProgressOn(QueueDefault, taskID)
+}
+
+// legacyInUse returns the legacy queues (LegacyQueues) that still hold a task to run: pending, active,
+// scheduled or retrying.
+func (q *Queue) legacyInUse() ([]string, error) {
+	queues, err := q.inspector.Queues()
+	if err != nil {
+		return nil, err
+	}
+	var busy []string
+	for _, name := range queues {
+		if _, legacy := LegacyQueues[name]; !legacy {
+			continue
+		}
+		info, err := q.inspector.GetQueueInfo(name)
+		if err != nil {
+			return nil, err
+		}
+		if info.Pending+info.Active+info.Scheduled+info.Retry > 0 {
+			busy = append(busy, name)
+		}
+	}
+	return busy, nil
+}
+
+// heldByLegacy reports whether one of the queues holds the task to run (pending, scheduled, active or
+// retrying): work that a process of the release before the queues' rename queued there, and that the
+// worker's drain server runs (LegacyQueues).
+func (q *Queue) heldByLegacy(queues []string, taskID string) (bool, error) {
+	for _, name := range queues {
+		if busy, err := q.inProgressOn(name, taskID); busy || err != nil {
+			return busy, err
+		}
+	}
+	return false, nil
+}
+
+// inProgressOn reports whether a task of the queue is pending, scheduled, active or retrying.
+func (q *Queue) inProgressOn(queue, taskID string) (bool, error) {
+	info, err := q.inspector.GetTaskInfo(queue, taskID)
 	switch {
 	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
 		return false, nil
@@ -119,8 +162,8 @@ func (q *Queue) inProgress(taskID string) (bool, error) {
 	return false, nil
 }
 
-// Close stops the batching of bot replies and releases the Redis connection. (asynq's Client.Close
-// would refuse: the connection is ours.)
+// Close stops the batching of bot replies and releases the Redis connection if the Queue made it.
+// (asynq's Client.Close would refuse: the connection is ours.)
 func (q *Queue) Close() error {
 	q.botsOnce.Do(func() {}) // no batcher starts after this
 	q.closeOnce.Do(func() {
@@ -128,6 +171,9 @@ func (q *Queue) Close() error {
 			q.bots.close()
 		}
 	})
+	if !q.owned {
+		return nil
+	}
 	return q.rdb.Close()
 }
 
@@ -143,10 +189,15 @@ func (q *Queue) BotReply(ctx context.Context, messageID string) error {
 // BotReplyAndSet enqueues the bot's reply to a message the api has just stored (new: never one
 // stored before) and sets key to value for ttl in the same round trip to Redis, once the task is
 // queued: the SET rides in the pipeline of asynq's enqueue script and takes effect only if the task is
-// then in Redis, so a failed enqueue never leaves the key set. Concurrent calls share one task and one
+// then in Redis, so a failed enqueue never leaves the key set. key must be in the bot replies' slot
+// (BesideBotReplies): the script that sets it reads the task's key, and Redis Cluster runs a script
+// only on keys of one slot. Concurrent calls share one task and one
 // round trip (bot_batch.go). err is the enqueue's outcome; setErr the SET's (best effort: nil when the
 // key was set).
 func (q *Queue) BotReplyAndSet(ctx context.Context, messageID, key, value string, ttl time.Duration) (setErr, err error) {
+	if hashTag(key) != QueueDefault {
+		return nil, fmt.Errorf("enqueue bot reply: the key %q to set with it is not in the bot replies' slot (BesideBotReplies)", key)
+	}
 	return q.batchBotReply(ctx, &botEnqueue{messageID: messageID, key: key, value: value, ttl: ttl})
 }
 
@@ -170,6 +221,7 @@ func (q *Queue) batchBotReply(ctx context.Context, call *botEnqueue) (setErr, er
 	default:
 	}
 	call.done = make(chan botEnqueued, 1)
+	call.deadline, _ = ctx.Deadline()
 	select {
 	case q.bots.calls <- call:
 	case <-ctx.Done():
@@ -208,10 +260,15 @@ func (q *Queue) botReplyAndSetOne(ctx context.Context, messageID, key, value str
 	}
 }
 
+// deliverTaskID is the delivery task of a message's round: one per round.
+func deliverTaskID(messageID string, round int) string {
+	return fmt.Sprintf("deliver:%s:%d", messageID, round)
+}
+
 // Deliver enqueues the delivery of an outgoing message in the given round.
 func (q *Queue) Deliver(ctx context.Context, messageID string, round int) error {
 	return q.enqueue(ctx, TypeWebhookDeliver, DeliverPayload{MessageID: messageID, Round: round},
-		asynq.TaskID(fmt.Sprintf("deliver:%s:%d", messageID, round)), asynq.Queue(QueueCritical),
+		asynq.TaskID(deliverTaskID(messageID, round)), asynq.Queue(QueueDeliveries),
 		asynq.MaxRetry(len(q.cfg.WebhookRetrySchedule)))
 }
 
@@ -230,7 +287,7 @@ func (q *Queue) AlertEscalation(ctx context.Context, alertID string) error {
 // WebhookTest enqueues a test delivery; the worker pushes its outcome to resultKey in Redis.
 func (q *Queue) WebhookTest(ctx context.Context, accountID, resultKey string) error {
 	return q.enqueue(ctx, TypeWebhookTest, WebhookTestPayload{AccountID: accountID, ResultKey: resultKey},
-		asynq.Queue(QueueCritical), asynq.MaxRetry(0), asynq.Timeout(q.cfg.WebhookTimeout+5*time.Second))
+		asynq.Queue(QueueDeliveries), asynq.MaxRetry(0), asynq.Timeout(q.cfg.WebhookTimeout+5*time.Second))
 }
 
 func (q *Queue) enqueue(ctx context.Context, typ string, payload any, opts ...asynq.Option) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,21 +18,40 @@ import (
 	"funnelchat/models"
 )
 
-// Queues with their priorities: webhook deliveries first, then bot replies,
-// paced campaign sends, and follow-ups, sweeps and alerts last.
+// Queues with their priorities: webhook deliveries first, then bot replies, paced campaign openings,
+// and follow-ups, sweeps and alerts last.
+//
+// asynq keeps each queue under one hash tag (asynq:{<queue>}:...), so on Redis Cluster a queue is one
+// slot, on one master. The names are chosen so that, on a cluster whose three masters hold the slots
+// 0-5460, 5461-10922 and 10923-16383 (what redis-cli --cluster create makes of three masters), each of
+// the two busy queues has a master of its own: deliveries hashes to slot 3880 (the first), default to
+// 5718 (the second), openings to 11504 and low to 15214 (both the third). README, "Redis Cluster".
 const (
-	QueueCritical  = "critical"
-	QueueDefault   = "default"
-	QueueCampaigns = "campaigns"
-	QueueLow       = "low"
+	QueueDeliveries = "deliveries"
+	QueueDefault    = "default"
+	QueueOpenings   = "openings"
+	QueueLow        = "low"
 )
 
 // QueuePriorities weighs the queues for asynq's weighted priority.
 var QueuePriorities = map[string]int{
-	QueueCritical:  6,
-	QueueDefault:   3,
-	QueueCampaigns: 2,
-	QueueLow:       1,
+	QueueDeliveries: 6,
+	QueueDefault:    3,
+	QueueOpenings:   2,
+	QueueLow:        1,
+}
+
+// LegacyQueues are the earlier names of renamed queues: critical (now deliveries) and campaigns (now
+// openings), which shared one cluster slot range with default. Tasks that processes of the earlier
+// release queued there (pending, scheduled for later, or waiting for a retry) are still owed, so
+// every worker also serves these queues, on a server of its own that polls them once a second (drainServer).
+// A task id is unique within its queue only: a task in an old queue and its twin queued anew in the
+// new one (by the sweep) are two tasks, and the handlers do the work once (their state checks and
+// conditional writes, as for a task rerun after a crash; a delivery sent twice carries the same
+// webhook-id). Drop this once asynqmon shows both empty on every deployment.
+var LegacyQueues = map[string]int{
+	"critical":  2,
+	"campaigns": 1,
 }
 
 // shutdownTimeout leaves room inside the 10 s that a platform gives between SIGTERM and SIGKILL.
@@ -99,11 +119,16 @@ func (h *Handler) Register(mux *asynq.ServeMux) {
 // the low queue keep their weighted priority on the first server (which takes bot replies too). The
 // reply servers' slots are also a bulkhead: receivers that hang until their timeout can hold the first
 // server's slots, not every slot of the process.
+//
+// Every server and the scheduler work on one Redis client (the process's, with SharedRedis).
 type Worker struct {
 	srvs      []*asynq.Server
 	mux       *asynq.ServeMux
 	scheduler *asynq.Scheduler
 	sweep     time.Duration
+	// rdb is the servers' client; owned: the Worker made it and closes it at Shutdown.
+	rdb   redis.UniversalClient
+	owned bool
 }
 
 // concurrencies shares WORKER_CONCURRENCY among a worker's servers: the all-queue server keeps half (at
@@ -131,6 +156,13 @@ func btoi(b bool) int {
 	return 0
 }
 
+// drainConcurrency and drainInterval are the legacy queues' server's (LegacyQueues): a slot or two of
+// WORKER_CONCURRENCY (workSlots bounds the process as a whole) and a look once a second.
+const (
+	drainConcurrency = 2
+	drainInterval    = time.Second
+)
+
 // NewWorker builds a worker that processes the queues on redisOpt with h's handlers.
 func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log *slog.Logger) *Worker {
 	mux := asynq.NewServeMux()
@@ -138,33 +170,38 @@ func NewWorker(redisOpt asynq.RedisConnOpt, cfg *config.Config, h *Handler, log 
 	mux.Use(h.logTasks, h.holdSlot)
 	h.Register(mux)
 	logger := asynqLogger{log: log.With("component", "asynq")}
-	w := &Worker{mux: mux, sweep: cfg.SweepInterval}
-	for i, n := range concurrencies(cfg.WorkerConcurrency) {
-		queues := QueuePriorities
-		if i > 0 {
-			queues = map[string]int{QueueDefault: 1}
-		}
-		w.srvs = append(w.srvs, asynq.NewServer(redisOpt, asynq.Config{
-			Concurrency:     n,
-			Queues:          queues,
-			ShutdownTimeout: shutdownTimeout,
-			// asynq polls an empty queue every second and forwards scheduled tasks every five by
-			// default; both would add that much latency to replies and jitter to campaign pacing.
-			// A server that found its queues empty sleeps 0.5 to 1.5 intervals before it looks again,
-			// so at light load a reply waits half an interval on average: with 50 ms the bot's
-			// replies took 13 ms from accept to webhook at the median (at 100 messages/s), with 20 ms
-			// 6 ms. An idle worker pays for it in polls: about 300 scripts/s in Redis and 7% of a core
-			// in the worker at 20 ms, against 140/s and 3% at 50 ms (docs/performance.md).
-			TaskCheckInterval:        20 * time.Millisecond,
-			DelayedTaskCheckInterval: 500 * time.Millisecond,
+	rdb, owned := clientOf(redisOpt)
+	w := &Worker{mux: mux, sweep: cfg.SweepInterval, rdb: rdb, owned: owned}
+	server := func(n int, queues map[string]int, check, delayed time.Duration) *asynq.Server {
+		return asynq.NewServerFromRedisClient(rdb, asynq.Config{
+			Concurrency:              n,
+			Queues:                   queues,
+			ShutdownTimeout:          shutdownTimeout,
+			TaskCheckInterval:        check,
+			DelayedTaskCheckInterval: delayed,
 			RetryDelayFunc:           retryDelay(cfg.WebhookRetrySchedule, h.BotRetryDelays),
 			IsFailure:                isFailure,
 			Logger:                   logger,
 			LogLevel:                 asynqLevel(cfg.LogLevel),
 			ErrorHandler:             taskFailed(log),
-		}))
+		})
 	}
-	w.scheduler = asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: logger, LogLevel: asynqLevel(cfg.LogLevel)})
+	for i, n := range concurrencies(cfg.WorkerConcurrency) {
+		queues := QueuePriorities
+		if i > 0 {
+			queues = map[string]int{QueueDefault: 1}
+		}
+		// asynq polls an empty queue every second and forwards scheduled tasks every five by default;
+		// both would add that much latency to replies and jitter to campaign pacing. A server that
+		// found its queues empty sleeps 0.5 to 1.5 intervals before it looks again, so at light load a
+		// reply waits half an interval on average: with 50 ms the bot's replies took 13 ms from accept
+		// to webhook at the median (at 100 messages/s), with 20 ms 6 ms. An idle worker pays for it in
+		// polls: about 300 scripts/s in Redis and 7% of a core in the worker at 20 ms, against 140/s
+		// and 3% at 50 ms (docs/performance.md).
+		w.srvs = append(w.srvs, server(n, queues, 20*time.Millisecond, 500*time.Millisecond))
+	}
+	w.srvs = append(w.srvs, server(drainConcurrency, LegacyQueues, drainInterval, drainInterval))
+	w.scheduler = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: logger, LogLevel: asynqLevel(cfg.LogLevel)})
 	return w
 }
 
@@ -208,6 +245,9 @@ func (w *Worker) Shutdown() {
 		wg.Go(srv.Shutdown)
 	}
 	wg.Wait()
+	if w.owned {
+		_ = w.rdb.Close()
+	}
 }
 
 // asynqLogger sends asynq's own log lines to slog.
@@ -216,7 +256,20 @@ type asynqLogger struct{ log *slog.Logger }
 func (l asynqLogger) Debug(args ...any) { l.log.Debug(fmt.Sprint(args...)) }
 func (l asynqLogger) Info(args ...any)  { l.log.Info(fmt.Sprint(args...)) }
 func (l asynqLogger) Warn(args ...any)  { l.log.Warn(fmt.Sprint(args...)) }
-func (l asynqLogger) Error(args ...any) { l.log.Error(fmt.Sprint(args...)) }
+func (l asynqLogger) Error(args ...any) {
+	msg := fmt.Sprint(args...)
+	if strings.HasPrefix(msg, sharedCloseRefused) {
+		// The scheduler's Shutdown tries to close the client it was given (NewSchedulerFromRedisClient),
+		// and asynq refuses because it is shared: as it should, the Worker's owner closes it.
+		l.log.Debug(msg)
+		return
+	}
+	l.log.Error(msg)
+}
+
+// sharedCloseRefused begins what asynq's scheduler logs when it may not close a shared client.
+const sharedCloseRefused = "Failed to close redis client connection: redis connection is shared"
+
 func (l asynqLogger) Fatal(args ...any) { l.log.Error(fmt.Sprint(args...)); os.Exit(1) }
 
 func asynqLevel(l slog.Level) asynq.LogLevel {

@@ -16,7 +16,7 @@ import (
 // there before the database revokes it, so the old key stops working everywhere at once. The rule is
 // defined here, once:
 //
-//   - An entry apikey:<hash> is read by KeyCacheLua, inside a Redis script (the api's per-request
+//   - An entry apikey:{<hash>} is read by KeyCacheLua, inside a Redis script (the api's per-request
 //     script reads it together with the key's rate limit, api/checks.go; Authenticate runs it alone).
 //     An account entry answers (KeyCacheHit); a missing entry (KeyCacheMiss), a revoked mark or an
 //     entry that is not an account (KeyCacheUnusable), or a Redis error go to the database, which stays
@@ -35,6 +35,9 @@ type keyCache struct {
 	// replicaWait, when set, is how long a revocation waits for a Redis replica to confirm it (see
 	// KeyRevocationsWaitForAReplica).
 	replicaWait time.Duration
+	// legacy: a revocation also marks, and forget also drops, the entry's name of the earlier release
+	// (legacyKeyCacheKey). Not on Redis Cluster, where no earlier release ran.
+	legacy bool
 }
 
 const (
@@ -182,20 +185,39 @@ func (k *keyCache) read(ctx context.Context, key KeyCheck) *KeyCacheRead {
 
 // UseKeyCache makes Authenticate consult Redis before the database and RotateAPIKey mark revoked keys
 // there. Every process that authenticates or rotates keys on the same database must use the same Redis.
-func (s *Store) UseKeyCache(rdb redis.UniversalClient) { s.keys = &keyCache{rdb: rdb} }
+func (s *Store) UseKeyCache(rdb redis.UniversalClient) {
+	_, cluster := rdb.(*redis.ClusterClient)
+	s.keys = &keyCache{rdb: rdb, legacy: !cluster}
+}
 
 // KeyRevocationsWaitForAReplica makes a key rotation wait up to wait for a Redis replica to hold the
 // revoked mark, and refuse with UNAVAILABLE (nothing changed) when none confirms. Redis replicates
 // asynchronously: without it, a mark that only the master held when it failed would be missing on the
 // promoted replica, which still caches the old key, and the old key would work again for up to
-// keyCacheTTL. For deployments with replicas (Redis Sentinel); call after UseKeyCache.
+// keyCacheTTL. For deployments with replicas (Redis Sentinel, Redis Cluster); call after UseKeyCache.
 func (s *Store) KeyRevocationsWaitForAReplica(wait time.Duration) {
 	if s.keys != nil {
 		s.keys.replicaWait = wait
 	}
 }
 
-func keyCacheKey(hash string) string { return "apikey:" + hash }
+// keyCacheKey is the key cache's entry for a key: apikey:{<hash>}. The hash tag is the key's, like the
+// rate limit's count (api/ratelimit.go), so that the api's per-request script finds both in one slot
+// on Redis Cluster, and keys spread over the cluster.
+func keyCacheKey(hash string) string { return "apikey:{" + hash + "}" }
+
+// legacyKeyCacheKey is the entry's name before it carried a hash tag, which api processes of the
+// earlier release still read during the deploy that renamed it: a revocation marks it too, so that
+// those processes refuse a rotated key at once as well (revoke). (Remove after a release.)
+func legacyKeyCacheKey(hash string) string { return "apikey:" + hash }
+
+// names are the names a revocation marks and forget drops: the entry's, and its legacy one.
+func (k *keyCache) names(hash string) []string {
+	if k.legacy {
+		return []string{keyCacheKey(hash), legacyKeyCacheKey(hash)}
+	}
+	return []string{keyCacheKey(hash)}
+}
 
 // CachedAccount decodes a key cache entry. ok is false when raw is not an account (the revoked mark, or
 // an entry that cannot be read): the database must answer then, and its answer not be cached.
@@ -258,23 +280,47 @@ func (k *keyCache) fill(ctx context.Context, hash string, a *Account) {
 	_ = k.rdb.SetNX(ctx, keyCacheKey(hash), raw, keyCacheTTL).Err()
 }
 
-// revoke marks hash revoked. Errors: UNAVAILABLE when Redis does not answer, or no replica confirms
-// the mark in time when revocations wait for one.
+// revoke marks hash revoked, under the entry's name and its legacy name (names). Errors:
+// UNAVAILABLE when Redis does not answer, or no replica confirms the mark in time when revocations
+// wait for one.
 func (k *keyCache) revoke(ctx context.Context, hash string) error {
+	keys := k.names(hash)
 	if k.replicaWait == 0 {
-		if err := k.rdb.Set(ctx, keyCacheKey(hash), keyRevoked, keyRevokedTTL).Err(); err != nil {
+		_, err := k.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, key := range keys {
+				p.Set(ctx, key, keyRevoked, keyRevokedTTL)
+			}
+			return nil
+		})
+		if err != nil {
 			return Errorf(CodeUnavailable, "the key could not be rotated because Redis is unavailable; nothing changed, try again")
 		}
 		return nil
 	}
+	for _, key := range keys {
+		if err := k.markAndWait(ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markAndWait writes the revoked mark at key on the master that holds it, followed by a WAIT there
+// for a replica.
+func (k *keyCache) markAndWait(ctx context.Context, key string) error {
 	// WAIT counts the replicas that have the writes of its own connection: both commands go in one
-	// pipeline, on one connection.
+	// pipeline, on one connection, to the master of the key's slot. (A cluster client would send a
+	// WAIT, which names no key, to any node; MasterForKey is the node the cluster's map says holds
+	// the key. Should the map be out of date, the SET is refused with MOVED, and so is the rotation.)
+	node, err := masterFor(ctx, k.rdb, key)
 	var wait *redis.Cmd
-	_, err := k.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, keyCacheKey(hash), keyRevoked, keyRevokedTTL)
-		wait = p.Do(ctx, "WAIT", 1, k.replicaWait.Milliseconds())
-		return nil
-	})
+	if err == nil {
+		_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, key, keyRevoked, keyRevokedTTL)
+			wait = p.Do(ctx, "WAIT", 1, k.replicaWait.Milliseconds())
+			return nil
+		})
+	}
 	if err != nil {
 		return Errorf(CodeUnavailable, "the key could not be rotated because Redis is unavailable; nothing changed, try again")
 	}
@@ -284,10 +330,21 @@ func (k *keyCache) revoke(ctx context.Context, hash string) error {
 	return nil
 }
 
-// forget drops hash's entry so that the next request reads the account afresh (after a settings
-// change); the entry expires within keyCacheTTL anyway.
+// masterFor is the client that reaches the master holding key: on Redis Cluster that master's own
+// client, else rdb itself (one master, or Sentinel's current one).
+func masterFor(ctx context.Context, rdb redis.UniversalClient, key string) (redis.Cmdable, error) {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		return c.MasterForKey(ctx, key)
+	}
+	return rdb, nil
+}
+
+// forget drops hash's entry (names) so that the next request reads the account afresh (after a
+// settings change); the entry expires within keyCacheTTL anyway.
 func (k *keyCache) forget(ctx context.Context, hash string) {
-	_ = k.rdb.Del(ctx, keyCacheKey(hash)).Err()
+	for _, key := range k.names(hash) {
+		_ = k.rdb.Del(ctx, key).Err()
+	}
 }
 
 // activeKeyHash returns the hash of the account's active key, or "" when it has none.

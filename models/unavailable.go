@@ -33,7 +33,17 @@ func IsUnavailable(err error) bool {
 		errors.Is(err, driver.ErrBadConn),
 		errors.Is(err, sql.ErrConnDone),
 		errors.Is(err, redis.ErrClosed),
-		errors.Is(err, redis.ErrPoolTimeout):
+		errors.Is(err, redis.ErrPoolTimeout),
+		// Redis failing over: a Redis Cluster that lost a master answers CLUSTERDOWN until a replica
+		// takes over, a node whose slots moved MOVED or ASK (which go-redis follows, up to a point),
+		// TRYAGAIN while a slot migrates; a replica answers MASTERDOWN or READONLY, and a restarted
+		// node LOADING.
+		redis.IsClusterDownError(err),
+		redis.IsTryAgainError(err),
+		redis.IsMasterDownError(err),
+		redis.IsReadOnlyError(err),
+		redis.IsLoadingError(err),
+		isRedirect(err):
 		return true
 	case errors.As(err, &pgErr):
 		// Class 08 is "connection exception"; 57P0x is a server shutting down or starting up; class 53
@@ -51,4 +61,10 @@ func IsUnavailable(err error) bool {
 			(state == "23514" && strings.HasPrefix(pgErr.Field('M'), "no partition of relation"))
 	}
 	return false
+}
+
+func isRedirect(err error) bool {
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	return moved || ask
 }

@@ -80,15 +80,20 @@ type importOutcome struct {
 	Country string `json:"country"`
 }
 
-// importKey is the Redis key of the upload with token: a hash of the token, so that the key does not
-// give the token away.
-func importKey(token string) string {
+// importKey is the Redis key of the user's upload with token: a hash of the token, so that the key
+// does not give the token away. An upload's keys are the user's (inbox:import:{<user id>}:...): its
+// hash tag puts them in one slot on Redis Cluster, which keepUpload's transaction needs. (An upload
+// kept by an api of the release before, under inbox:import:<hash>, is not found by this one: its user
+// uploads the file again.)
+func importKey(userID, token string) string {
 	sum := sha256.Sum256([]byte(token))
-	return "inbox:import:" + hex.EncodeToString(sum[:16])
+	return importPrefix(userID) + hex.EncodeToString(sum[:16])
 }
 
 // importUserKey holds the key of the user's one kept upload.
-func importUserKey(userID string) string { return "inbox:import:user:" + userID }
+func importUserKey(userID string) string { return importPrefix(userID) + "latest" }
+
+func importPrefix(userID string) string { return "inbox:import:{" + userID + "}:" }
 
 // redisTimeout bounds one Redis call of the import.
 const redisTimeout = 5 * time.Second
@@ -99,7 +104,7 @@ func (h *Handler) keepUpload(ctx context.Context, meta importMeta, file []byte) 
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	token := newFormToken()
-	key := importKey(token)
+	key := importKey(meta.UserID, token)
 	body, err := json.Marshal(meta)
 	if err != nil {
 		return "", err
@@ -109,7 +114,7 @@ func (h *Handler) keepUpload(ctx context.Context, meta importMeta, file []byte) 
 		return "", models.Errorf(models.CodeUnavailable, "keep upload: %v", err)
 	}
 	_, err = h.redis.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		if prev != "" {
+		if strings.HasPrefix(prev, importPrefix(meta.UserID)) {
 			p.Del(ctx, prev, prev+":claim")
 		}
 		p.HSet(ctx, key, "meta", body, "file", file)
@@ -133,7 +138,8 @@ func (h *Handler) loadUpload(c *fiber.Ctx, withFile bool) (*pendingImport, error
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), redisTimeout)
 	defer cancel()
-	key := importKey(token)
+	sess := sessionOf(c)
+	key := importKey(sess.UserID, token)
 	fields := []string{"meta", "result"}
 	if withFile {
 		fields = append(fields, "file")
@@ -147,7 +153,6 @@ func (h *Handler) loadUpload(c *fiber.Ctx, withFile bool) (*pendingImport, error
 	if meta == "" || json.Unmarshal([]byte(meta), &p.Meta) != nil {
 		return nil, nil
 	}
-	sess := sessionOf(c)
 	if p.Meta.AccountID != sess.AccountID || p.Meta.UserID != sess.UserID || p.Meta.ListID != c.Params("id") {
 		return nil, nil
 	}

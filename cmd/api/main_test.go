@@ -374,12 +374,19 @@ func TestStandaloneModePrintsDemoKeyOnce(t *testing.T) {
 
 func TestConfigurationErrorsStopStartUp(t *testing.T) {
 	t.Parallel()
+	production := []string{"DATABASE_URL=postgres://postgres@127.0.0.1:5432/test"}
 	cases := map[string][]string{
 		"only DATABASE_URL": {"DATABASE_URL=postgres://postgres@127.0.0.1:5432/test"},
 		"only REDIS_URL":    {"REDIS_URL=redis://127.0.0.1:6379"},
 		"bad PORT":          {"PORT=http", "DATA_DIR=" + t.TempDir()},
 		// A read replica is for production mode: standalone SQLite has none.
 		"replica without DATABASE_URL": {"DATABASE_REPLICA_URL=postgres://postgres@127.0.0.1:5432/replica", "DATA_DIR=" + t.TempDir()},
+		// The variable named first is the one the error must name.
+		"REDIS_CLUSTER_ADDRS not host:port": append([]string{"REDIS_CLUSTER_ADDRS=redis://127.0.0.1:7000"}, production...),
+		"REDIS_CLUSTER_ADDRS beside Sentinel": append([]string{"REDIS_CLUSTER_ADDRS=127.0.0.1:7000",
+			"REDIS_SENTINEL_ADDRS=127.0.0.1:26379", "REDIS_SENTINEL_MASTER=mymaster"}, production...),
+		"REDIS_CLUSTER_ADDRS with a database number": append([]string{"REDIS_CLUSTER_ADDRS=127.0.0.1:7000",
+			"REDIS_URL=redis://127.0.0.1:7000/2"}, production...),
 	}
 	for name, vars := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -60,6 +60,9 @@ type fault struct {
 	answers503 bool
 	// refuses: the api itself is gone meanwhile, so clients get no answer and retry.
 	refuses bool
+	// duplicates: clients post every tenth message that got 200 once more, with the same messageSid,
+	// as a sender that did not see the answer would; each must be answered as one (dupEvery).
+	duplicates bool
 }
 
 // outageUnderLoad runs an api and a worker with the given DATABASE_URL and REDIS_URL under a steady
@@ -91,6 +94,9 @@ func outageUnderLoad(t *testing.T, email string, backends []string, store *model
 	}
 
 	load := newIncomingLoad(base, key)
+	if f.duplicates {
+		load.dupEvery = 10
+	}
 	load.start(4, 100*time.Millisecond, 1*time.Second, time.Now().Add(3*time.Minute))
 	t.Cleanup(load.abandon) // a failed test leaves no client posting
 
@@ -124,6 +130,15 @@ func outageUnderLoad(t *testing.T, email string, backends []string, store *model
 	}
 	t.Logf("slowest request: %s during the outage, %s otherwise; last 503: %s",
 		r.slowestDown.Round(time.Millisecond), r.slowestUp.Round(time.Millisecond), last503)
+	if f.duplicates {
+		t.Logf("duplicates: %d messages posted again with their messageSid, %d answered as one", r.dupPosted, r.dupPosted-len(r.dupWrong))
+		if r.dupPosted == 0 {
+			t.Errorf("no message was posted twice")
+		}
+		for _, w := range firstFew(r.dupWrong) {
+			t.Errorf("a duplicate not answered as its first post was: %s", w)
+		}
+	}
 
 	// The replies: each accepted message's fromId comes back as the reply's toId, exactly once.
 	replyDeadline := 90 * time.Second
@@ -421,6 +436,13 @@ type incomingLoad struct {
 	slowestUp       time.Duration // the slowest request otherwise
 	last503         time.Time
 	answers         []answer // every request, in the order answered
+
+	// dupEvery > 0: every dupEvery-th message answered 200 is posted again with its messageSid (until
+	// 200) and must be answered 200, "duplicate": true, with the first answer's messageId.
+	dupEvery  int
+	messageID map[string]string // fromId -> the messageId of its first 200
+	dupPosted int
+	dupWrong  []string // the duplicates answered otherwise
 }
 
 // answer is one request of an incomingLoad: when it was sent, when it was answered, and the status.
@@ -431,7 +453,8 @@ type answer struct {
 
 func newIncomingLoad(base, key string) *incomingLoad {
 	return &incomingLoad{base: base, key: key, client: &http.Client{Timeout: 15 * time.Second},
-		stopping: make(chan struct{}), quit: make(chan struct{}), statuses: map[int]int{}, saw503: map[string]bool{}}
+		stopping: make(chan struct{}), quit: make(chan struct{}), statuses: map[int]int{}, saw503: map[string]bool{},
+		messageID: map[string]string{}}
 }
 
 func (l *incomingLoad) start(clients int, pause, retryPause time.Duration, giveUp time.Time) {
@@ -451,36 +474,87 @@ func (l *incomingLoad) start(clients int, pause, retryPause time.Duration, giveU
 				l.sent = append(l.sent, from)
 				l.mu.Unlock()
 				if l.post(from) {
+					l.duplicate(from, retryPause, giveUp)
 					continue
 				}
 				l.wg.Add(1)
 				go func() {
 					defer l.wg.Done()
-					l.retry(from, retryPause, giveUp)
+					if l.retry(from, retryPause, giveUp) {
+						l.duplicate(from, retryPause, giveUp)
+					}
 				}()
 			}
 		}()
 	}
 }
 
-func (l *incomingLoad) retry(from string, pause time.Duration, giveUp time.Time) {
+// retry posts the message again every pause until it gets 200 (true), or gives up.
+func (l *incomingLoad) retry(from string, pause time.Duration, giveUp time.Time) bool {
 	for time.Now().Before(giveUp) {
 		select {
 		case <-l.quit:
-			return
+			return false
 		case <-time.After(pause):
 		}
 		if l.post(from) {
-			return
+			return true
 		}
 	}
 	l.mu.Lock()
 	l.unanswered = append(l.unanswered, from)
 	l.mu.Unlock()
+	return false
+}
+
+// duplicate posts the message answered 200 once more, every dupEvery-th one: a sender that did not see
+// the answer. It is retried like any post until it gets 200, which must be the first one's.
+func (l *incomingLoad) duplicate(from string, pause time.Duration, giveUp time.Time) {
+	l.mu.Lock()
+	first := l.messageID[from]
+	again := l.dupEvery > 0 && len(l.accepted)%l.dupEvery == 0
+	if again {
+		l.dupPosted++
+	}
+	l.mu.Unlock()
+	if !again {
+		return
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		answer := l.postAgain(from)
+		for answer == nil && time.Now().Before(giveUp) {
+			select {
+			case <-l.quit:
+				return
+			case <-time.After(pause):
+			}
+			answer = l.postAgain(from)
+		}
+		if answer == nil || answer["duplicate"] != true || answer["messageId"] != first || answer["success"] != true {
+			l.mu.Lock()
+			l.dupWrong = append(l.dupWrong, fmt.Sprintf("%s: first messageId %s, then %v", from, first, answer))
+			l.mu.Unlock()
+		}
+	}()
+}
+
+// postAgain posts a message once more and returns its 200's body, nil for any other answer.
+func (l *incomingLoad) postAgain(from string) map[string]any {
+	var body map[string]any
+	if !l.send(from, &body) {
+		return nil
+	}
+	return body
 }
 
 // post sends the message whose messageSid and fromId are from, and reports whether it got 200.
-func (l *incomingLoad) post(from string) bool {
+func (l *incomingLoad) post(from string) bool { return l.send(from, nil) }
+
+// send posts the message; a 200's body goes to ok200 when not nil (a duplicate), else the message
+// counts as accepted.
+func (l *incomingLoad) send(from string, ok200 *map[string]any) bool {
 	raw, _ := json.Marshal(map[string]any{"customData": map[string]any{
 		"messageSid": "sid-" + from, "fromId": from, "toId": "biz", "body": "hello from " + from}})
 	req, _ := http.NewRequest("POST", l.base+"/v1/incoming_custom_channel_message", bytes.NewReader(raw))
@@ -513,7 +587,16 @@ func (l *incomingLoad) post(from string) bool {
 	}
 	switch status {
 	case http.StatusOK:
+		var m map[string]any
+		_ = json.Unmarshal([]byte(body), &m)
+		if ok200 != nil {
+			*ok200 = m
+			return true
+		}
 		l.accepted = append(l.accepted, from)
+		if id, _ := m["messageId"].(string); id != "" {
+			l.messageID[from] = id
+		}
 		return true
 	case http.StatusServiceUnavailable:
 		if down {
@@ -561,7 +644,8 @@ func (l *incomingLoad) wait(timeout time.Duration) bool {
 }
 
 type loadResult struct {
-	sent, accepted, unanswered                      []string
+	sent, accepted, unanswered, dupWrong            []string
+	dupPosted                                       int
 	requests, requestsDown, unavailableDown, saw503 int
 	statuses                                        map[int]int
 	slowestDown, slowestUp                          time.Duration
@@ -583,6 +667,7 @@ func (l *incomingLoad) result() loadResult {
 		unavailableDown: l.unavailableDown, saw503: len(l.saw503), statuses: statuses, first503: l.first503,
 		first500: l.first500, firstOther: l.firstOther, badUnavailable: l.badUnavailable,
 		slowestDown: l.slowestDown, slowestUp: l.slowestUp, last503: l.last503,
-		answers: append([]answer(nil), l.answers...),
+		answers:   append([]answer(nil), l.answers...),
+		dupPosted: l.dupPosted, dupWrong: append([]string(nil), l.dupWrong...),
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -58,15 +59,20 @@ func OpenStore(cfg *config.Config, poolSize int) (*models.Store, error) {
 	return store, nil
 }
 
-// Redis is a connection to Redis for go-redis (rate limits, de-duplication) and for asynq (jobs).
+// Redis is the process's one Redis client. Every Redis user of the process works on it: go-redis's
+// own users (rate limits, the key cache, de-duplication keys, pacing, sign-in attempts, pub/sub events)
+// through Client, and asynq's (its client, servers, scheduler and inspector, and asynqmon) through
+// Asynq, which hands out the same client (jobs.SharedRedis). So a process has one connection pool per
+// Redis node and, on Redis Cluster, one map of the cluster.
 type Redis struct {
-	Client *redis.Client
+	Client redis.UniversalClient
 	Asynq  asynq.RedisConnOpt
 	mini   *miniredis.Miniredis
 }
 
-// OpenRedis connects to REDIS_URL or, in standalone mode, starts an in-process Redis on a free
-// loopback port. Nothing in the in-process Redis survives the process.
+// OpenRedis connects to REDIS_URL, through Redis Sentinel (REDIS_SENTINEL_ADDRS), or to a Redis
+// Cluster (REDIS_CLUSTER_ADDRS); in standalone mode it starts an in-process Redis on a free loopback
+// port. Nothing in the in-process Redis survives the process. The client connects on first use.
 func OpenRedis(cfg *config.Config) (*Redis, error) {
 	url := cfg.RedisURL
 	var mini *miniredis.Miniredis
@@ -81,25 +87,33 @@ func OpenRedis(cfg *config.Config) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	if len(cfg.RedisSentinelAddrs) > 0 {
-		return openSentinel(cfg, opt), nil
+	opt.PoolSize = poolSize(cfg)
+	var client redis.UniversalClient
+	switch {
+	case len(cfg.RedisClusterAddrs) > 0:
+		client = openCluster(cfg, opt)
+	case len(cfg.RedisSentinelAddrs) > 0:
+		client = openSentinel(cfg, opt)
+	default:
+		client = redis.NewClient(opt)
 	}
-	asynqOpt, err := asynq.ParseRedisURI(url)
-	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
-	}
-	return &Redis{Client: redis.NewClient(opt), Asynq: asynqOpt, mini: mini}, nil
+	return &Redis{Client: client, Asynq: jobs.SharedRedis{Client: client}, mini: mini}, nil
+}
+
+// poolSize is the connections the process's client keeps to each Redis node. Every Redis user of the
+// process shares them (asynq's servers each had a pool of their own before), so a worker gets room for
+// its tasks' and asynq's own commands beside go-redis's default of ten per CPU.
+func poolSize(cfg *config.Config) int {
+	return max(10*runtime.GOMAXPROCS(0), 2*cfg.WorkerConcurrency+10)
 }
 
 // openSentinel connects through Redis Sentinel (REDIS_SENTINEL_ADDRS, REDIS_SENTINEL_MASTER): each
 // connection asks a sentinel for the current master, so after a failover new connections reach the
 // promoted replica, and connections to the old master are dropped when the sentinels announce the
 // switch. url (REDIS_URL) supplies only the credentials, the database number and TLS; the sentinels'
-// own password, if they have one, is REDIS_SENTINEL_PASSWORD. Every Redis
-// user of the process (asynq's client, server and inspector, asynqmon, the rate limiter, caches,
-// de-duplication keys and pub/sub) is built from these two options.
-func openSentinel(cfg *config.Config, url *redis.Options) *Redis {
-	opt := asynq.RedisFailoverClientOpt{
+// own password, if they have one, is REDIS_SENTINEL_PASSWORD.
+func openSentinel(cfg *config.Config, url *redis.Options) *redis.Client {
+	return redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:       cfg.RedisSentinelMaster,
 		SentinelAddrs:    cfg.RedisSentinelAddrs,
 		SentinelPassword: cfg.RedisSentinelPassword,
@@ -107,9 +121,31 @@ func openSentinel(cfg *config.Config, url *redis.Options) *Redis {
 		Password:         url.Password,
 		DB:               url.DB,
 		TLSConfig:        url.TLSConfig,
-	}
-	// asynq builds the go-redis failover client from the same option, so the two cannot drift apart.
-	return &Redis{Client: opt.MakeRedisClient().(*redis.Client), Asynq: opt}
+		PoolSize:         url.PoolSize,
+	})
+}
+
+// clusterReload is how often the cluster client reloads the cluster's map (which node serves which
+// slot) while it is in use. go-redis reloads it at once after a MOVED answer, but a master that died
+// answers nothing: until the map is reloaded, the commands of its slots keep going to the dead
+// address, whatever replica the cluster has promoted meanwhile. go-redis's default is 60 s; with a
+// second, the processes reach the promoted replica within a second of the promotion. Each reload is
+// one CLUSTER SLOTS call to one node.
+const clusterReload = time.Second
+
+// openCluster connects to a Redis Cluster (REDIS_CLUSTER_ADDRS): the client learns the cluster's
+// nodes and slots from those given, and sends each command to the master of its key's slot. url
+// (REDIS_URL) supplies only the credentials and TLS; a cluster has only database 0 (config.Load
+// refuses another).
+func openCluster(cfg *config.Config, url *redis.Options) *redis.ClusterClient {
+	return redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                      cfg.RedisClusterAddrs,
+		Username:                   url.Username,
+		Password:                   url.Password,
+		TLSConfig:                  url.TLSConfig,
+		PoolSize:                   url.PoolSize,
+		ClusterStateReloadInterval: clusterReload,
+	})
 }
 
 // Close closes the client and stops the in-process Redis, if any.
@@ -276,15 +312,15 @@ func UseSecrets(ctx context.Context, cfg *config.Config, store *models.Store, lo
 }
 
 // replicaWait is how long a key rotation waits for a Redis replica to confirm the revoked mark, with
-// Sentinel (see models.Store.KeyRevocationsWaitForAReplica).
+// Sentinel or on a cluster (see models.Store.KeyRevocationsWaitForAReplica).
 const replicaWait = time.Second
 
-// UseKeyCache makes the store authenticate through the API-key cache in Redis. With Sentinel, a key
-// rotation also waits for a replica to hold the revocation, so that a failover cannot bring the old key
-// back.
+// UseKeyCache makes the store authenticate through the API-key cache in Redis. With Sentinel or on a
+// cluster, a key rotation also waits for a replica to hold the revocation (on the master of the mark's
+// slot), so that a failover cannot bring the old key back.
 func UseKeyCache(cfg *config.Config, store *models.Store, rdb *Redis) {
 	store.UseKeyCache(rdb.Client)
-	if len(cfg.RedisSentinelAddrs) > 0 {
+	if len(cfg.RedisSentinelAddrs) > 0 || len(cfg.RedisClusterAddrs) > 0 {
 		store.KeyRevocationsWaitForAReplica(replicaWait)
 	}
 }
