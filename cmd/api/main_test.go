@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -148,29 +147,9 @@ func runAdmin(environ []string, args ...string) (stdout []byte, stderr string, e
 // freePorts returns n distinct free loopback ports, all chosen while held open together: ports chosen
 // one after another can repeat, since each is closed before the next is asked for (it happened to two
 // sentinels of the Sentinel tests).
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	ports := make([]string, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		ports[i] = fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
+func freePorts(t *testing.T, n int) []string { return testenv.FreePorts(t, n) }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-}
+func freePort(t *testing.T) string { return testenv.FreePorts(t, 1)[0] }
 
 // baseEnv is the environment of every process: PATH and HOME only, plus the test's variables.
 func baseEnv(vars ...string) []string {
