@@ -157,10 +157,13 @@ func btoi(b bool) int {
 }
 
 // drainConcurrency and drainInterval are the legacy queues' server's (LegacyQueues): a slot or two of
-// WORKER_CONCURRENCY (workSlots bounds the process as a whole) and a look once a second.
+// WORKER_CONCURRENCY (workSlots bounds the process as a whole) and a look five times a second. Not
+// less often: an asynq server that found its queues empty sleeps up to 1.5 intervals before it looks
+// again, and its Shutdown waits for that sleep, so at one second every worker's stop took about a
+// second longer (measured on the api tests, which start and stop a worker in many tests).
 const (
 	drainConcurrency = 2
-	drainInterval    = time.Second
+	drainInterval    = 200 * time.Millisecond
 )
 
 // NewWorker builds a worker that processes the queues on redisOpt with h's handlers.
