@@ -345,7 +345,7 @@ func CheckCampaignSends(t testing.TB, db bun.IDB, accountID string) {
 		if written != nil {
 			for _, i := range byContact[s.ContactID] {
 				m := messages[i]
-				if m.Direction != "incoming" || !m.CreatedAt.After(*written) || (Str(m.BotStatus) == "keyword" && !optedIn[m.ID]) {
+				if m.Direction != models.DirectionIncoming || !m.CreatedAt.After(*written) || (Str(m.BotStatus) == models.BotKeyword && !optedIn[m.ID]) {
 					continue
 				}
 				if first == nil || m.CreatedAt.Before(*first) {
