@@ -316,8 +316,18 @@ func (e *retryAt) Unwrap() error { return e.err }
 const botMaxRetry = 3
 
 // retryDelay is the worker's asynq RetryDelayFunc. n is how many retries the task has had.
+//
+// A task whose worker died while running it (SIGKILL, out of memory, a lost machine) comes back with
+// asynq.ErrLeaseExpired once asynq's recoverer finds its lease over: 60 to 120 s after the death
+// (a 30 s lease, 30 s of allowance for clocks, a pass a minute). It runs again at once: it has waited
+// long enough, and a schedule's first backoff (15-45 s for an opening) would only add to it. It still
+// spends one of its retries, as asynq counts it, so that a task that kills every worker that takes it
+// ends archived instead of killing them forever.
 func retryDelay(schedule, botDelays []time.Duration) asynq.RetryDelayFunc {
 	return func(n int, err error, task *asynq.Task) time.Duration {
+		if errors.Is(err, asynq.ErrLeaseExpired) {
+			return 0
+		}
 		var ra *retryAt
 		if errors.As(err, &ra) {
 			return max(time.Until(ra.at), 0)
