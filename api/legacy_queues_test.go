@@ -16,8 +16,8 @@ import (
 // TestTasksInTheQueuesBeforeTheirRenameStillRun: the deliveries and the campaign openings were queued
 // in "critical" and "campaigns" before those queues were renamed (jobs.LegacyQueues). Tasks that
 // processes of the earlier release left there (here: a send's delivery and a campaign's opening, moved
-// back to the old queues as such a process would have queued them, and due a few seconds later, as a
-// retry or a paced opening is) must still run once the new worker is up, and only once: the sweep,
+// back to the old queues as such a process would have queued them, and due later, as a retry or a
+// paced opening is) must still run once the new worker is up, and only once: the sweep,
 // which finds the work owed meanwhile, must leave it to them rather than queue a twin in the new
 // queue. The test waits out two sweep intervals before it starts the worker, so that its first sweep
 // counts both as owed.
@@ -34,8 +34,10 @@ func TestTasksInTheQueuesBeforeTheirRenameStillRun(t *testing.T) {
 	defer client.Close()
 
 	// move takes the task naming id in its payload from the new queue and queues it in the old one
-	// under the same task id, type, payload and retries, due in a few seconds. It returns its id.
-	const due = 4 * time.Second
+	// under the same task id, type, payload and retries, due later. It returns its id. The test makes
+	// both due (RunTask) once it has seen the new worker's sweep leave them alone, rather than waiting
+	// for a time that a loaded machine can reach before that sweep has run.
+	const due = 10 * time.Minute
 	move := func(from, to, field, id string) string {
 		t.Helper()
 		var found *asynq.TaskInfo
@@ -106,6 +108,11 @@ func TestTasksInTheQueuesBeforeTheirRenameStillRun(t *testing.T) {
 	}
 	if twins := twins(); len(twins) > 0 || len(hook.deliveries()) > 0 {
 		t.Fatalf("while the old queues' tasks waited, the sweep queued twins %v (%d deliveries)", twins, len(hook.deliveries()))
+	}
+	for queue, id := range map[string]string{"critical": delivery, "campaigns": opening} {
+		if err := inspector.RunTask(queue, id); err != nil {
+			t.Fatalf("make the task in %s due: %v", queue, err)
+		}
 	}
 
 	waitFor(t, 20*time.Second, "the send and the opening at the webhook", func() bool { return len(hook.deliveries()) == 2 })
