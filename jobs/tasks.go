@@ -322,7 +322,9 @@ const botMaxRetry = 3
 // (a 30 s lease, 30 s of allowance for clocks, a pass a minute). It runs again at once: it has waited
 // long enough, and a schedule's first backoff (15-45 s for an opening) would only add to it. It still
 // spends one of its retries, as asynq counts it, so that a task that kills every worker that takes it
-// ends archived instead of killing them forever.
+// ends archived instead of killing them forever. A worker that is alive but lost its lease (Redis out
+// of reach for 30 s) has cancelled that run's context when its lease ran out, at least 30 s before the
+// recoverer hands the task back, so the rerun does not overlap it.
 func retryDelay(schedule, botDelays []time.Duration) asynq.RetryDelayFunc {
 	return func(n int, err error, task *asynq.Task) time.Duration {
 		if errors.Is(err, asynq.ErrLeaseExpired) {
