@@ -151,10 +151,17 @@ func freePorts(t *testing.T, n int) []string { return testenv.FreePorts(t, n) }
 
 func freePort(t *testing.T) string { return testenv.FreePorts(t, 1)[0] }
 
-// baseEnv is the environment of every process: PATH and HOME only, plus the test's variables.
+// baseEnv is the environment of every process: PATH and HOME only, plus the test's variables (a
+// variable given twice takes its last value, so a test's own pool or concurrency wins).
+//
+// No quiet hours: a campaign test must not depend on the hour it runs at. Smaller pools than a
+// deployment's defaults (16 for an api, WORKER_CONCURRENCY 20 + 5 for a worker): four process tests run
+// at once beside another package's tests, a deployment of api + worker at the defaults holds up to 41
+// PostgreSQL connections, and one CI run exhausted the server's 100 ("too many clients already").
+// At 10 a process, a deployment holds at most 20.
 func baseEnv(vars ...string) []string {
-	// No quiet hours: a campaign test must not depend on the hour it runs at.
-	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "DEFAULT_QUIET_HOURS=off"}, vars...)
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "DEFAULT_QUIET_HOURS=off",
+		"DATABASE_POOL_SIZE=10", "WORKER_CONCURRENCY=8"}, vars...)
 }
 
 func call(t *testing.T, method, url, key string, body any) (int, map[string]any) {
