@@ -58,8 +58,31 @@ func FirstReplySQL(contact, after string) string {
 
 // sendsLockSQL locks the sends of contact that have an opening or may get one, in id order.
 func sendsLockSQL(contact string) string {
-	return `PERFORM 1 FROM campaign_sends WHERE contact_id = ` + contact + `
-        AND (message_id IS NOT NULL OR status IN ('` + SendQueued + `', '` + SendDeferred + `')) ORDER BY id FOR UPDATE;`
+	return `PERFORM 1 FROM campaign_sends WHERE campaign_sends.contact_id = ` + contact + `
+        AND (campaign_sends.message_id IS NOT NULL OR campaign_sends.status IN ('` + SendQueued + `', '` + SendDeferred + `'))
+        ORDER BY campaign_sends.id FOR UPDATE;`
+}
+
+// replyStoredPG is what an incoming message does to its contact's sends, in PL/pgSQL statements on
+// row (the message: its id, contact_id and created_at): an earlier first reply. The reply's trigger
+// runs it, and a set-based ingest batch for each of its known contacts (batch_keeps.go).
+func replyStoredPG(row string) string {
+	return `IF EXISTS (SELECT 1 FROM campaign_sends WHERE campaign_sends.contact_id = ` + row + `.contact_id) THEN
+        -- (most senders never had a campaign's opening)
+        ` + sendsLockSQL(row+".contact_id") + `
+        UPDATE campaign_sends SET first_reply_at = ` + row + `.created_at
+        WHERE campaign_sends.contact_id = ` + row + `.contact_id AND campaign_sends.written_at < ` + row + `.created_at
+            AND (campaign_sends.first_reply_at IS NULL OR campaign_sends.first_reply_at > ` + row + `.created_at)
+            AND EXISTS (SELECT 1 FROM messages AS m WHERE m.id = ` + row + `.id AND ` + isReplySQL("m") + `);
+    END IF;`
+}
+
+// replyTriggerPG is the reply's trigger; and is a further condition on the row (batch_keeps.go), ""
+// as migration 20261205900001 made it.
+func replyTriggerPG(and string) string {
+	return `CREATE CONSTRAINT TRIGGER campaign_sends_on_reply AFTER INSERT ON messages
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.direction = 'incoming'` + and + `)
+    EXECUTE FUNCTION campaign_sends_reply_stored()`
 }
 
 // campaignFirstReplyPG: one function per event, each a deferred constraint trigger (see above).
@@ -82,14 +105,7 @@ BEGIN
 END $$`, `
 CREATE OR REPLACE FUNCTION campaign_sends_reply_stored() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM campaign_sends WHERE contact_id = NEW.contact_id) THEN
-        RETURN NULL; -- most senders never had a campaign's opening
-    END IF;
-    ` + sendsLockSQL("NEW.contact_id") + `
-    UPDATE campaign_sends SET first_reply_at = NEW.created_at
-    WHERE contact_id = NEW.contact_id AND written_at < NEW.created_at
-        AND (first_reply_at IS NULL OR first_reply_at > NEW.created_at)
-        AND EXISTS (SELECT 1 FROM messages AS m WHERE m.id = NEW.id AND ` + isReplySQL("m") + `);
+    ` + replyStoredPG("NEW") + `
     RETURN NULL;
 END $$`, `
 CREATE OR REPLACE FUNCTION campaign_sends_keyword_changed() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -132,10 +148,7 @@ END $$`,
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
     WHEN (NEW.direction = 'outgoing' AND NEW.campaign_id IS NOT NULL)
     EXECUTE FUNCTION campaign_sends_opening_written()`,
-		`DROP TRIGGER IF EXISTS campaign_sends_on_reply ON messages`,
-		`CREATE CONSTRAINT TRIGGER campaign_sends_on_reply AFTER INSERT ON messages
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.direction = 'incoming')
-    EXECUTE FUNCTION campaign_sends_reply_stored()`,
+		`DROP TRIGGER IF EXISTS campaign_sends_on_reply ON messages`, replyTriggerPG(""),
 		`DROP TRIGGER IF EXISTS campaign_sends_on_keyword ON messages`,
 		`CREATE CONSTRAINT TRIGGER campaign_sends_on_keyword AFTER UPDATE OF bot_status ON messages
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW

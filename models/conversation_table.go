@@ -140,25 +140,7 @@ SET last_message_id = CASE WHEN EXCLUDED.last_message_id > cv.last_message_id TH
 var conversationTriggersPG = []string{`
 CREATE OR REPLACE FUNCTION conversations_message_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE conversations
-    SET last_message_id = GREATEST(last_message_id, NEW.id),
-        last_incoming_id = CASE WHEN NEW.direction = 'incoming' THEN GREATEST(last_incoming_id, NEW.id) ELSE last_incoming_id END,
-        failed = failed + (NEW.direction = 'outgoing' AND NEW.status = 'failed')::int
-    WHERE contact_id = NEW.contact_id;
-    IF FOUND THEN
-        RETURN NULL;
-    END IF;
-    -- The conversation's first message: the row, with the contact's columns read under a share lock
-    -- (see the table's comment). A concurrent first message of the same contact meets the conflict.
-    INSERT INTO conversations AS cv (contact_id, account_id, last_message_id, last_incoming_id, failed,
-        conversation_status, snoozed_until, assignee_id)
-    SELECT c.id, c.account_id, NEW.id, CASE WHEN NEW.direction = 'incoming' THEN NEW.id END,
-        (NEW.direction = 'outgoing' AND NEW.status = 'failed')::int, c.conversation_status, c.snoozed_until, c.assignee_id
-    FROM contacts AS c WHERE c.id = NEW.contact_id FOR SHARE
-    ON CONFLICT (contact_id) DO UPDATE
-    SET last_message_id = GREATEST(cv.last_message_id, EXCLUDED.last_message_id),
-        last_incoming_id = GREATEST(cv.last_incoming_id, EXCLUDED.last_incoming_id),
-        failed = cv.failed + EXCLUDED.failed;
+    ` + conversationUpsertPG("NEW", "RETURN NULL;") + `
     RETURN NULL;
 END $$`, `
 CREATE OR REPLACE FUNCTION conversations_message_failed() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -188,6 +170,32 @@ END $$`,
     WHEN (OLD.conversation_status IS DISTINCT FROM NEW.conversation_status OR OLD.snoozed_until IS DISTINCT FROM NEW.snoozed_until
           OR OLD.assignee_id IS DISTINCT FROM NEW.assignee_id)
     EXECUTE FUNCTION conversations_contact()`,
+}
+
+// conversationUpsertPG is what a message does to its conversation's row, in PL/pgSQL statements on row
+// (the message: its id, contact_id, direction and status); done ends them once the row is updated.
+// The message insert's trigger runs it, and a set-based ingest batch for each of its known contacts
+// (batch_keeps.go).
+func conversationUpsertPG(row, done string) string {
+	return `UPDATE conversations
+    SET last_message_id = GREATEST(last_message_id, ` + row + `.id),
+        last_incoming_id = CASE WHEN ` + row + `.direction = 'incoming' THEN GREATEST(last_incoming_id, ` + row + `.id) ELSE last_incoming_id END,
+        failed = failed + (` + row + `.direction = 'outgoing' AND ` + row + `.status = 'failed')::int
+    WHERE conversations.contact_id = ` + row + `.contact_id;
+    IF FOUND THEN
+        ` + done + `
+    END IF;
+    -- The conversation's first message: the row, with the contact's columns read under a share lock
+    -- (see the table's comment). A concurrent first message of the same contact meets the conflict.
+    INSERT INTO conversations AS cv (contact_id, account_id, last_message_id, last_incoming_id, failed,
+        conversation_status, snoozed_until, assignee_id)
+    SELECT c.id, c.account_id, ` + row + `.id, CASE WHEN ` + row + `.direction = 'incoming' THEN ` + row + `.id END,
+        (` + row + `.direction = 'outgoing' AND ` + row + `.status = 'failed')::int, c.conversation_status, c.snoozed_until, c.assignee_id
+    FROM contacts AS c WHERE c.id = ` + row + `.contact_id FOR SHARE
+    ON CONFLICT ON CONSTRAINT conversations_pkey DO UPDATE
+    SET last_message_id = GREATEST(cv.last_message_id, EXCLUDED.last_message_id),
+        last_incoming_id = GREATEST(cv.last_incoming_id, EXCLUDED.last_incoming_id),
+        failed = cv.failed + EXCLUDED.failed;`
 }
 
 // SQLite runs one writing transaction at a time: row triggers, no locks to order.

@@ -150,7 +150,7 @@ DECLARE
     v_carry text[];
     v_carry_campaigns text[];
 BEGIN
-    BEGIN
+    BEGIN{{batch_keep_on}}
         WITH x AS (
             SELECT * FROM jsonb_to_recordset(p_batch) AS x(
                 account_id text, from_id text, address_phone text, address_email text, contact_id text,
@@ -202,7 +202,7 @@ BEGIN
                 res.bot_status, res.at
             FROM res, ok WHERE ok.independent
             ON CONFLICT DO NOTHING RETURNING 1
-        )
+        ){{batch_new_conversations}}
         SELECT ok.independent,
             (SELECT count(*) FROM c) = (SELECT count(*) FROM res WHERE known_contact IS NULL)
             AND (SELECT count(*) FROM i) = (SELECT count(*) FROM res WHERE known_identity IS NULL){{batch_claim_check}}
@@ -218,7 +218,7 @@ BEGIN
             (SELECT array_agg(res.campaign_id ORDER BY res.known_contact) FROM res
              WHERE res.known_contact IS NOT NULL AND res.campaign_id IS NOT NULL)
         INTO v_independent, v_complete, v_ord, v_messages, v_contacts, v_ats, v_known, v_known_ats, v_carry,
-            v_carry_campaigns FROM ok;
+            v_carry_campaigns FROM ok;{{batch_keep_off}}
         IF v_independent AND NOT v_complete THEN
             RAISE EXCEPTION 'conflict' USING ERRCODE = 'FC003';
         END IF;
@@ -233,7 +233,7 @@ BEGIN
     EXCEPTION WHEN SQLSTATE 'FC003' OR foreign_key_violation THEN
         v_independent := false;
     END;
-    IF v_independent THEN{{batch_reopen}}
+    IF v_independent THEN{{batch_reopen}}{{batch_keep}}
         RETURN QUERY SELECT u.n, u.m, u.c, false, true{{batch_reopened}} FROM unnest(v_ord, v_messages, v_contacts) AS u(n, m, c);
         RETURN;
     END IF;
@@ -262,10 +262,10 @@ $fn$`
 // them: storing a message reopens its conversation when resolved or snoozed (reopenSQL, the rule
 // reopenConversation runs on SQLite), in the same transaction, and says so in the column reopened.
 var (
-	ingestFunctionSQL            = ingestSQL(ingestFunctionTemplate, false, claimsNone)
-	ingestBatchFunctionSQL       = ingestSQL(ingestBatchFunctionTemplate, false, claimsNone)
-	ingestFunctionReopenSQL      = ingestSQL(ingestFunctionTemplate, true, claimsNone)
-	ingestBatchFunctionReopenSQL = ingestSQL(ingestBatchFunctionTemplate, true, claimsNone)
+	ingestFunctionSQL            = ingestSQL(ingestFunctionTemplate, false, claimsNone, false)
+	ingestBatchFunctionSQL       = ingestSQL(ingestBatchFunctionTemplate, false, claimsNone, false)
+	ingestFunctionReopenSQL      = ingestSQL(ingestFunctionTemplate, true, claimsNone, false)
+	ingestBatchFunctionReopenSQL = ingestSQL(ingestBatchFunctionTemplate, true, claimsNone, false)
 )
 
 // How the functions de-duplicate messageSids. Before messages was partitioned (claimsNone), its
@@ -332,17 +332,24 @@ const (
             AND (SELECT count(*) FROM cl) = (SELECT count(*) FROM res WHERE external_id IS NOT NULL)`
 )
 
-// ingestSQL fills in a function template without reopening, or with it. A contact the message created
-// is open already; an existing one is reopened by the UPDATE's condition (reopenSQL), which locks only
+// ingestSQL fills in a function template: without reopening, or with it; with the messageSid claims
+// of claims; keeps: whether a set-based batch keeps its conversations and first replies itself
+// (batch_keeps.go). A contact the message created is open already; an existing one is reopened by the UPDATE's condition (reopenSQL), which locks only
 // a row it changes. In a set-based batch the contacts are distinct (its independence test), so each
 // row is updated at most once.
-func ingestSQL(template string, reopen bool, claims int) string {
+func ingestSQL(template string, reopen bool, claims int, keeps bool) string {
 	claim, batchClaim, batchClaimCheck := "", "", ""
 	if claims != claimsNone {
 		claim, batchClaim, batchClaimCheck = ingestClaimSQL, ingestBatchClaimSQL, ingestBatchClaimCheckSQL
 	}
+	keepOn, keepOff, keepNew, keep := "", "", "", ""
+	if keeps {
+		keepOn, keepOff, keepNew, keep = batchKeepsOnSQL, batchKeepsOffSQL, batchNewConversationsSQL, batchKeepsSQL
+	}
 	template = strings.NewReplacer("{{claim}}", claim, "{{duplicate_lookup}}", ingestDuplicateSQL[claims],
-		"{{batch_claim}}", batchClaim, "{{batch_claim_check}}", batchClaimCheck).Replace(template)
+		"{{batch_claim}}", batchClaim, "{{batch_claim_check}}", batchClaimCheck,
+		"{{batch_keep_on}}", keepOn, "{{batch_keep_off}}", keepOff, "{{batch_new_conversations}}", keepNew,
+		"{{batch_keep}}", keep).Replace(template)
 	if !reopen {
 		return strings.NewReplacer("{{reopened_out}}", "", "{{reopened_column}}", "", "{{reopen}}", "", "{{batch_reopen}}", "", "{{batch_reopened}}", "",
 			"{{loop_reopened}}", "").Replace(template)

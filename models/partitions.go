@@ -339,8 +339,8 @@ CREATE TABLE IF NOT EXISTS reply_claims (
     reply_to_id TEXT PRIMARY KEY,
     message_id  TEXT NOT NULL
 )`}, replyClaimSQL...)
-		stmts = append(stmts, ingestSQL(ingestFunctionTemplate, true, claimsTransition),
-			ingestSQL(ingestBatchFunctionTemplate, true, claimsTransition))
+		stmts = append(stmts, ingestSQL(ingestFunctionTemplate, true, claimsTransition, true),
+			ingestSQL(ingestBatchFunctionTemplate, true, claimsTransition, true))
 		for _, q := range stmts {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
@@ -588,7 +588,7 @@ func finalIngestFunctions(ctx context.Context, db *bun.DB) error {
 		return nil
 	}
 	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		for _, q := range []string{ingestSQL(ingestFunctionTemplate, true, claimsFinal), ingestSQL(ingestBatchFunctionTemplate, true, claimsFinal)} {
+		for _, q := range []string{ingestSQL(ingestFunctionTemplate, true, claimsFinal, true), ingestSQL(ingestBatchFunctionTemplate, true, claimsFinal, true)} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
 			}

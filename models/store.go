@@ -209,6 +209,7 @@ func (s *Store) migrate(ctx context.Context, before string) error {
 	all.Add(campaignReportIndexesMigration(s.db))
 	all.Add(partitionMigration(s))
 	all.Add(campaignFirstReplyMigration(s.db))
+	all.Add(batchKeepsMigration(s.db))
 	migrations := all
 	if before != "" {
 		migrations = migrate.NewMigrations()
