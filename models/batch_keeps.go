@@ -13,25 +13,25 @@ import (
 //
 // Every message insert fires, at the commit, conversations_on_message_insert (conversation_table.go)
 // and, for an incoming message, campaign_sends_on_reply (campaign_first_reply.go): per message, a
-// trigger event queued for the commit and a PL/pgSQL call with statements of its own. In the set-based
-// batch of ingest_incoming_batch (ingest_pg.go), the accept path's usual shape, they were about a
-// quarter of the database's time per message (BenchmarkIngest/batch: 150 µs a message with the
-// conversations trigger made a no-op, against 190-230; docs/performance.md, 2026-11-27, fourth
-// sitting). So the batch does their work itself, a statement for all its messages, and the two
-// triggers skip the rows it inserts:
+// trigger event queued for the commit and a PL/pgSQL call with statements of its own. For a new
+// sender, the usual message of a lead funnel, those statements look for a conversation row that cannot
+// exist yet, then make it from the contact the same transaction just inserted. In the set-based batch
+// of ingest_incoming_batch (ingest_pg.go), the accept path's usual shape, that was about a quarter of
+// the database's time per message (docs/performance.md, "2026-11-27, fourth sitting"). So the batch
+// does the triggers' work itself, and the two triggers skip the rows it inserts:
 //
 //   - The function sets funnelchat.ingest_batch to 'on' (for its transaction) just before its one
 //     INSERT statement and to '' just after it, and both triggers' WHEN reads the setting: a
 //     constraint trigger's WHEN is evaluated when the row is inserted, not at the commit. A statement
 //     that fails rolls the setting back with its savepoint, so the message-by-message path that
 //     follows, and any later statement of the transaction, fire the triggers as every write does.
-//   - After the reopening, as its transaction's last statements: the first replies of the batch's known
-//     contacts (a contact the batch made has no campaign send), their sends locked in id order first
-//     (sendsLockSQL); then the conversations: a known contact's row updated, or made with the
-//     contact's columns read under a share lock, as the trigger does; a new contact's row made from
-//     the contact the batch inserted, which no other transaction can see before the commit. The same
-//     locks in the same order as the triggers take them at the commit: the sends, then the
-//     conversations, after every other lock of the transaction.
+//   - The contacts the batch makes get their conversation rows in that INSERT statement, as a new
+//     contact is (open, unassigned, not snoozed): no other transaction can see those contacts, or
+//     write their rows, before the commit; and they have no campaign send.
+//   - The batch's known contacts get, after the reopening, as the transaction's last statements, the
+//     triggers' own statements (replyStoredPG, then conversationUpsertPG), message by message in the
+//     batch's order: the same locks in the same order as at the commit (a contact's sends, then its
+//     conversation row, after every other lock of the transaction).
 //   - Both are idempotent (the greater id, the earlier reply): during a deploy, a function of the
 //     release before with these triggers, or this function with the triggers before them, does the
 //     work twice and stores the same.
