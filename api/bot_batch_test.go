@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"funnelchat/config"
 	"funnelchat/jobs"
 )
 
@@ -225,5 +227,97 @@ func TestConcurrentSMSInboundShareABatch(t *testing.T) {
 	}
 	if len(to) != len(senders) {
 		t.Errorf("replies to %d numbers, want the %d senders", len(to), len(senders))
+	}
+}
+
+// The sweep finds a message owed its reply and queues the message's own task while the message's batch
+// is still queued (the api's batch enqueue landed late, after its ingest waited out a database outage,
+// and found the message's marker gone or claimed): the batch leaves the message to that task, so one
+// task answers it, and its sender gets one reply.
+func TestABatchLeavesToItsOwnTaskAMessageTheSweepClaimed(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	inspector := asynq.NewInspector(env.Asynq)
+	defer inspector.Close()
+	var batch *jobs.BotRepliesPayload
+	senderOf := map[string]string{}
+	for burst := 0; burst < 10 && batch == nil; burst++ {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				sender := fmt.Sprintf("claimed-sender-%d-%d", burst, i)
+				r := incoming(t, srv, key, fmt.Sprintf("claimed-%d-%d", burst, i), sender, "hello")
+				expect(t, r, http.StatusOK, "")
+				mu.Lock()
+				senderOf[r.JSON(t)["messageId"].(string)] = sender
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		pending, err := inspector.ListPendingTasks(jobs.QueueDefault, asynq.PageSize(1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range pending {
+			var p jobs.BotRepliesPayload
+			if task.Type == jobs.TypeBotReplies && json.Unmarshal(task.Payload, &p) == nil && senderOf[p.MessageIDs[0]] != "" {
+				batch = &p
+				break
+			}
+		}
+	}
+	if batch == nil {
+		t.Fatal("no burst of 16 concurrent messages formed a batch")
+	}
+	claimed := batch.MessageIDs[1]
+	// As the sweep finds it: no marker (the batch's had not landed when it looked), so it claims the
+	// message and queues its own task, through the same call the sweep makes.
+	ctx := context.Background()
+	if err := env.Redis.Del(ctx, jobs.BesideBotReplies("botbatch:", claimed)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(env.Getenv(testWorkerEnv...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := jobs.NewQueue(env.Asynq, cfg)
+	defer queue.Close()
+	if err := queue.BotReplyUnlessHeld(ctx, claimed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inspector.GetTaskInfo(jobs.QueueDefault, "bot:"+claimed); err != nil {
+		t.Fatalf("the sweep's task for %s: %v", claimed, err)
+	}
+
+	logs := &logBuffer{}
+	startWorkerWith(t, slog.New(jobs.NewLogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	waitFor(t, 30*time.Second, "every message answered", func() bool {
+		for id := range senderOf {
+			if messageField(t, srv, key, id, "botStatus") != "done" {
+				return false
+			}
+		}
+		return true
+	})
+	waitDrained(t, mustAccountID(t, key), retryHorizon) // a second reply, if one were coming, would still be in a task
+	byRecipient := map[string]int{}
+	for _, d := range hook.deliveries() {
+		var p struct{ ToID string }
+		_ = json.Unmarshal(d.Body, &p)
+		byRecipient[p.ToID]++
+	}
+	for id, sender := range senderOf {
+		if n := byRecipient[sender]; n != 1 {
+			t.Errorf("%s: %d replies delivered, want 1", id, n)
+		}
+	}
+	lines := logs.lines(t)
+	if find(lines, map[string]string{"msg": "bot reply left to its own task", "message_id": claimed}) == nil {
+		t.Errorf("the batch did not leave %s to the sweep's task", claimed)
+	}
+	if l := find(lines, map[string]string{"msg": "task", "task_type": jobs.TypeBotReply, "task_id": "bot:" + claimed}); l == nil || l["outcome"] != "ok" {
+		t.Errorf("%s: its own task's log %v", claimed, l)
 	}
 }

@@ -31,9 +31,14 @@ import (
 //     left (BotReplyPayload.Prior), so one message's failure never reruns the others;
 //   - a rerun of the whole batch (its worker killed, Redis or the database down) finds the answered
 //     messages answered: answer does nothing twice;
-//   - a marker per message (botBatchKey, set with the dedupe keys in the enqueue's round trip) names its
-//     batch, so that the sweep and a sender's retry see the reply as held (BotReplyInProgress) and do
-//     not queue a second task while the batch may still run.
+//   - a marker per message (botBatchKey) names the one task that owns its reply: its batch (set, if
+//     no task owns it yet, with the dedupe keys in the enqueue's round trip), or its own task bot:<id>
+//     (set by the sweep or a sender's retry before they queue it, BotReplyUnlessHeld). Each claim is
+//     one atomic step in Redis, and a batch answers only the messages it owns (ownedByBatch): so the
+//     batch and a task of the sweep's never both answer a message, whichever is queued first. (The
+//     sweep's check and its enqueue were two steps: an api's batch enqueue landing in between, late
+//     after a database outage, made two tasks answer the same message at once, and its receiver got
+//     the reply twice.)
 
 // TypeBotReplies is the task of a batch of bot replies (BotRepliesPayload).
 const TypeBotReplies = "bot:replies"
@@ -163,7 +168,7 @@ func flushDeadline(batch []*botEnqueue, now time.Time) time.Time {
 }
 
 // batchMarkScript sets, once the batch task is in Redis, each message's marker (the batch's task id)
-// and the de-duplication keys of those that have one, as setIfQueuedScript does for one message. Every
+// where no task owns the message yet, and the de-duplication keys of those that have one, as setIfQueuedScript does for one message. Every
 // key is in the bot replies' slot (BesideBotReplies), as Redis Cluster requires of a script's keys.
 //
 //	KEYS[1] the batch task's key (asynqTaskKey); then the N markers; then the keys to set
@@ -174,7 +179,7 @@ if redis.call("EXISTS", KEYS[1]) == 0 then
 end
 local n = tonumber(ARGV[3])
 for i = 2, n + 1 do
-  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
+  redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2], "NX")
 end
 for i = n + 2, #KEYS do
   local a = 2 * (i - n) -- ARGV[4], ARGV[6], ... for the keys in turn
@@ -222,15 +227,90 @@ func (q *Queue) enqueueBatch(ctx context.Context, batch []*botEnqueue) (setErr, 
 	return mark.Err(), nil
 }
 
-// BotReplyUnlessHeld enqueues the bot's reply to a message (as BotReply) unless a task holds it already
-// (BotReplyInProgress): a batch that named the message has no task id of the message's own to collide
-// with. The sweep and the retry of a message whose reply is still owed use it.
+// claimScript gives a message's reply to a task, unless another task owns it: the marker is set to
+// ARGV[1] when it is missing, names ARGV[1] already, or names ARGV[3], a task the caller found
+// finished. It answers 1 when set, else the task that owns the message.
+//
+//	KEYS[1] the message's marker (botBatchKey); ARGV[1] the task id, ARGV[2] the TTL in ms, ARGV[3] ""
+//	or the finished owner
+var claimScript = redis.NewScript(`
+local v = redis.call("GET", KEYS[1])
+if (not v) or v == ARGV[1] or (ARGV[3] ~= "" and v == ARGV[3]) then
+  redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+  return 1
+end
+return v
+`)
+
+// BotReplyUnlessHeld enqueues the bot's reply to a message in its own task (as BotReply) unless a task
+// holds it: that task is queued or running already, or a batch owns the message and may still run. The
+// sweep and the retry of a message whose reply is still owed use it. The claim of the message's marker
+// comes before the enqueue, in one step, so that a batch enqueued meanwhile does not take the message
+// (batchMarkScript sets no marker that exists), and a batch that took it first keeps it.
 func (q *Queue) BotReplyUnlessHeld(ctx context.Context, messageID string) error {
-	held, err := q.BotReplyInProgress(ctx, messageID)
-	if err != nil || held {
+	own := botReplyTaskID(messageID)
+	if busy, err := q.inProgress(own); busy || err != nil {
 		return err
 	}
-	return q.BotReply(ctx, messageID)
+	// A batch an api of the earlier release queued is marked under the marker's old name only.
+	if legacy, err := q.rdb.Get(ctx, legacyBotBatchKey(messageID)).Result(); err == nil {
+		if busy, err := q.inProgress(legacy); busy || err != nil {
+			return err
+		}
+	} else if !errors.Is(err, redis.Nil) {
+		return err
+	}
+	finished := ""
+	for range 3 {
+		res, err := claimScript.Run(ctx, q.rdb, []string{botBatchKey(messageID)}, own, botMarkerTTL.Milliseconds(), finished).Result()
+		if err != nil {
+			return fmt.Errorf("claim bot reply %s: %w", messageID, err)
+		}
+		holder, taken := res.(string)
+		if !taken {
+			return q.BotReply(ctx, messageID)
+		}
+		if busy, err := q.inProgress(holder); busy || err != nil {
+			return err
+		}
+		finished = holder // gone (done, or archived): take the message over, unless it changed meanwhile
+	}
+	return fmt.Errorf("claim bot reply %s: its owner kept changing", messageID)
+}
+
+// ownScript answers, for each marker, 1 when the batch ARGV[1] owns the message: the marker names
+// it, or names no task and is set to it now.
+//
+//	KEYS the batch's messages' markers; ARGV[1] the batch's task id, ARGV[2] the TTL in ms
+var ownScript = redis.NewScript(`
+local owned = {}
+for i = 1, #KEYS do
+  local v = redis.call("GET", KEYS[i])
+  if not v then
+    redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
+    v = ARGV[1]
+  end
+  owned[i] = (v == ARGV[1]) and 1 or 0
+end
+return owned
+`)
+
+// ownedByBatch returns which messages of the batch batchID owns (see the top of the file); the others
+// belong to their own tasks.
+func (q *Queue) ownedByBatch(ctx context.Context, batchID string, messageIDs []string) (map[string]bool, error) {
+	keys := make([]string, len(messageIDs))
+	for i, id := range messageIDs {
+		keys[i] = botBatchKey(id)
+	}
+	flags, err := ownScript.Run(ctx, q.rdb, keys, batchID, botMarkerTTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("bot replies %s: read the markers: %w", batchID, err)
+	}
+	owned := make(map[string]bool, len(messageIDs))
+	for i, id := range messageIDs {
+		owned[id] = flags[i] == 1
+	}
+	return owned, nil
 }
 
 // botReplyAfter gives a message whose try in a batch failed a task of its own, delay later, with the
@@ -249,7 +329,23 @@ func (h *Handler) handleBotReplies(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := h.Store.MessagesForWork(ctx, p.MessageIDs)
+	taskID, _ := asynq.GetTaskID(ctx)
+	owned, err := h.Queue.ownedByBatch(ctx, taskID, p.MessageIDs)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(p.MessageIDs))
+	for _, id := range p.MessageIDs {
+		if owned[id] {
+			ids = append(ids, id)
+		} else {
+			h.Log.InfoContext(ctx, "bot reply left to its own task", "message_id", id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	msgs, err := h.Store.MessagesForWork(ctx, ids)
 	if err != nil {
 		return err
 	}

@@ -158,6 +158,14 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	if !mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID(ids[3]))) {
 		t.Fatal("an owed reply whose batch is gone got no task")
 	}
+	// That task owns the message now: the batch, were it run again (asynqmon's Run on an archived
+	// task), would leave it to that task.
+	if v, _ := mini.Get(botBatchKey(ids[3])); v != botReplyTaskID(ids[3]) {
+		t.Fatalf("marker %q after the takeover, want %q", v, botReplyTaskID(ids[3]))
+	}
+	if owned, err := q.ownedByBatch(ctx, batchID, ids[3:5]); err != nil || owned[ids[3]] || !owned[ids[4]] {
+		t.Fatalf("the gone batch owns %v (%v), want only %s", owned, err, ids[4])
+	}
 
 	// A keyless enqueue alone: its own task, as BotReply queues it.
 	if err := q.BotReplyToNew(ctx, "msg_lone"); err != nil {
@@ -315,5 +323,51 @@ func TestABatchMarkedUnderTheEarlierNameHoldsItsReplies(t *testing.T) {
 	}
 	if held, err := q.BotReplyInProgress(ctx, "msg_in_old_batch"); err != nil || !held {
 		t.Fatalf("marked under the earlier name: held %v, %v; want held", held, err)
+	}
+}
+
+// The sweep (or a sender's retry) queues a message's own task, and the api's batch enqueue of the same
+// message lands after it, late (its ingest waited out a database outage): the batch does not take the
+// message, so two tasks never answer it at once. Before the markers were claims, the sweep's check and
+// its enqueue were two steps, the batch's marker overwrote nothing it should not, and both tasks
+// answered: the receiver got the reply twice.
+func TestALateBatchLeavesASweptReplyToItsOwnTask(t *testing.T) {
+	q, mini := batchQueue(t)
+	ctx := context.Background()
+	if err := q.BotReplyUnlessHeld(ctx, "msg_swept"); err != nil {
+		t.Fatal(err)
+	}
+	if !mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID("msg_swept"))) {
+		t.Fatal("the sweep queued no task")
+	}
+	batch := []*botEnqueue{{messageID: "msg_other"}, {messageID: "msg_swept"}}
+	if setErr, err := q.enqueueBatch(ctx, batch); err != nil || setErr != nil {
+		t.Fatalf("enqueue the batch: %v, %v", err, setErr)
+	}
+	batchID := botBatchTaskID("msg_other")
+	if v, _ := mini.Get(botBatchKey("msg_swept")); v != botReplyTaskID("msg_swept") {
+		t.Errorf("the swept message's marker is %q, want its own task %q", v, botReplyTaskID("msg_swept"))
+	}
+	owned, err := q.ownedByBatch(ctx, batchID, []string{"msg_other", "msg_swept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owned["msg_swept"] || !owned["msg_other"] {
+		t.Errorf("the batch owns %v, want msg_other only", owned)
+	}
+	// And the other way round: a retry of the batch's message finds it held, and queues nothing.
+	if err := q.BotReplyUnlessHeld(ctx, "msg_other"); err != nil {
+		t.Fatal(err)
+	}
+	if mini.Exists(asynqTaskKey(QueueDefault, botReplyTaskID("msg_other"))) {
+		t.Error("a task of its own beside the batch that owns the message")
+	}
+	// A marker that expired (or a Redis that lost it) is claimed by the batch when it runs.
+	mini.Del(botBatchKey("msg_other"))
+	if owned, err := q.ownedByBatch(ctx, batchID, []string{"msg_other"}); err != nil || !owned["msg_other"] {
+		t.Errorf("the batch does not own a message whose marker was gone: %v, %v", owned, err)
+	}
+	if v, _ := mini.Get(botBatchKey("msg_other")); v != batchID {
+		t.Errorf("marker %q, want the batch's %q", v, batchID)
 	}
 }
