@@ -492,11 +492,16 @@ func (s *Store) ingestOne(ctx context.Context, r ingestRow) (ingestResult, error
 	})
 	var res ingestResult
 	if err == nil {
-		err = stmt.QueryRowContext(ctx,
-			r.AccountID, r.FromID, r.AddressPhone, r.AddressEmail, r.ContactID, r.FirstName, r.LastName, r.Email,
-			r.Phone, r.MessageID, r.CampaignID, r.Channel, r.Transport, r.MessageType, r.Body, r.MediaURL,
-			r.MediaContentType, r.MediaCheck, r.ExternalID, r.ToID, r.Status, r.BotStatus, r.At,
-		).Scan(&res.MessageID, &res.ContactID, &res.Duplicate, &res.Reopened)
+		// A deadlock is retried, as every transaction's (tx.go): the message's commit can meet, for
+		// instance, a campaign opening being written for the same contact.
+		err = retryConflicts(ctx, func() error {
+			res = ingestResult{}
+			return stmt.QueryRowContext(ctx,
+				r.AccountID, r.FromID, r.AddressPhone, r.AddressEmail, r.ContactID, r.FirstName, r.LastName, r.Email,
+				r.Phone, r.MessageID, r.CampaignID, r.Channel, r.Transport, r.MessageType, r.Body, r.MediaURL,
+				r.MediaContentType, r.MediaCheck, r.ExternalID, r.ToID, r.Status, r.BotStatus, r.At,
+			).Scan(&res.MessageID, &res.ContactID, &res.Duplicate, &res.Reopened)
+		})
 	}
 	if err != nil {
 		return res, fmt.Errorf("ingest_incoming: %w", err)

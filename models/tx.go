@@ -66,8 +66,14 @@ const txAttempts = 6
 // (isConflict) or when fn asked for it with errRetry (it lost a race for a new row and must read the
 // winner's).
 func (s *Store) inTx(ctx context.Context, fn func(context.Context, bun.Tx) error) error {
+	return retryConflicts(ctx, func() error { return s.db.RunInTx(ctx, nil, fn) })
+}
+
+// retryConflicts runs one transaction, run, again as inTx does: a single statement outside inTx (the
+// ingest's functions, ingestOne) is a transaction of its own and is retried the same way.
+func retryConflicts(ctx context.Context, run func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.db.RunInTx(ctx, nil, fn)
+		err := run()
 		if attempt >= txAttempts || !(isConflict(err) || errors.Is(err, errRetry)) {
 			return err
 		}
