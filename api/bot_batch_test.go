@@ -26,52 +26,19 @@ func TestBatchedReplyFailsAlone(t *testing.T) {
 	hook := newSink(t, nil)
 	key, _ := messagingAccount(t, srv, hook)
 
-	// Bursts of concurrent messages, no worker yet, until one burst forms a batch (the api batches the
-	// enqueues that wait while one is on its way to Redis, so a burst of 16 all but always does).
-	inspector := asynq.NewInspector(env.Asynq)
-	defer inspector.Close()
-	var ids []string
-	senderOf := map[string]string{} // message id -> its sender, whom the reply goes to
+	// Bursts of concurrent messages, no worker yet, until one burst forms a batch.
+	senderOf, ids, batches := burstsUntilBatched(t, srv, key, "batch", func(burst, i int) string {
+		kind := "steady"
+		if i%2 == 0 {
+			kind = "flaky"
+		}
+		return fmt.Sprintf("%s %d-%d", kind, burst, i)
+	})
 	batched := map[string]bool{}
-	for burst := 0; burst < 10 && len(batched) == 0; burst++ {
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for i := range 16 {
-			wg.Go(func() {
-				kind := "steady"
-				if i%2 == 0 {
-					kind = "flaky"
-				}
-				sender := fmt.Sprintf("batch-sender-%d-%d", burst, i)
-				r := incoming(t, srv, key, fmt.Sprintf("batch-%d-%d", burst, i), sender, fmt.Sprintf("%s %d-%d", kind, burst, i))
-				expect(t, r, http.StatusOK, "")
-				id := r.JSON(t)["messageId"].(string)
-				mu.Lock()
-				ids = append(ids, id)
-				senderOf[id] = sender
-				mu.Unlock()
-			})
+	for _, p := range batches {
+		for _, id := range p.MessageIDs {
+			batched[id] = true
 		}
-		wg.Wait()
-		pending, err := inspector.ListPendingTasks(jobs.QueueDefault, asynq.PageSize(1000))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, task := range pending {
-			if task.Type != jobs.TypeBotReplies {
-				continue
-			}
-			var p jobs.BotRepliesPayload
-			if err := json.Unmarshal(task.Payload, &p); err != nil || len(p.MessageIDs) < 2 {
-				t.Fatalf("batch %s: %s (%v)", task.ID, task.Payload, err)
-			}
-			for _, id := range p.MessageIDs {
-				batched[id] = true
-			}
-		}
-	}
-	if len(batched) == 0 {
-		t.Fatal("no burst of 16 concurrent messages formed a batch")
 	}
 
 	// The model fails the first call for each "flaky" message, and answers every other call.
@@ -240,37 +207,8 @@ func TestABatchLeavesToItsOwnTaskAMessageTheSweepClaimed(t *testing.T) {
 	key, _ := messagingAccount(t, srv, hook)
 	inspector := asynq.NewInspector(env.Asynq)
 	defer inspector.Close()
-	var batch *jobs.BotRepliesPayload
-	senderOf := map[string]string{}
-	for burst := 0; burst < 10 && batch == nil; burst++ {
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for i := range 16 {
-			wg.Go(func() {
-				sender := fmt.Sprintf("claimed-sender-%d-%d", burst, i)
-				r := incoming(t, srv, key, fmt.Sprintf("claimed-%d-%d", burst, i), sender, "hello")
-				expect(t, r, http.StatusOK, "")
-				mu.Lock()
-				senderOf[r.JSON(t)["messageId"].(string)] = sender
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		pending, err := inspector.ListPendingTasks(jobs.QueueDefault, asynq.PageSize(1000))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, task := range pending {
-			var p jobs.BotRepliesPayload
-			if task.Type == jobs.TypeBotReplies && json.Unmarshal(task.Payload, &p) == nil && senderOf[p.MessageIDs[0]] != "" {
-				batch = &p
-				break
-			}
-		}
-	}
-	if batch == nil {
-		t.Fatal("no burst of 16 concurrent messages formed a batch")
-	}
+	senderOf, _, batches := burstsUntilBatched(t, srv, key, "claimed", func(int, int) string { return "hello" })
+	batch := batches[0]
 	claimed := batch.MessageIDs[1]
 	// As the sweep finds it: no marker (the batch's had not landed when it looked), so it claims the
 	// message and queues its own task, through the same call the sweep makes.
@@ -320,4 +258,54 @@ func TestABatchLeavesToItsOwnTaskAMessageTheSweepClaimed(t *testing.T) {
 	if l := find(lines, map[string]string{"msg": "task", "task_type": jobs.TypeBotReply, "task_id": "bot:" + claimed}); l == nil || l["outcome"] != "ok" {
 		t.Errorf("%s: its own task's log %v", claimed, l)
 	}
+}
+
+// burstsUntilBatched posts bursts of 16 concurrent messages (body gives each one's text), with no worker
+// running, until a burst forms a batch: the api batches the enqueues that wait while one is on its way to
+// Redis, so a burst of 16 all but always does. It returns each message's sender (whom its reply goes
+// to), the messages' ids, and the batches of these messages pending.
+func burstsUntilBatched(t *testing.T, srv *server, key, name string, body func(burst, i int) string) (map[string]string, []string, []jobs.BotRepliesPayload) {
+	t.Helper()
+	inspector := asynq.NewInspector(env.Asynq)
+	defer inspector.Close()
+	senderOf := map[string]string{}
+	var ids []string
+	var batches []jobs.BotRepliesPayload
+	for burst := 0; burst < 10 && len(batches) == 0; burst++ {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				sender := fmt.Sprintf("%s-sender-%d-%d", name, burst, i)
+				r := incoming(t, srv, key, fmt.Sprintf("%s-%d-%d", name, burst, i), sender, body(burst, i))
+				expect(t, r, http.StatusOK, "")
+				id := r.JSON(t)["messageId"].(string)
+				mu.Lock()
+				ids = append(ids, id)
+				senderOf[id] = sender
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		pending, err := inspector.ListPendingTasks(jobs.QueueDefault, asynq.PageSize(1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range pending {
+			var p jobs.BotRepliesPayload
+			if task.Type != jobs.TypeBotReplies {
+				continue
+			}
+			if err := json.Unmarshal(task.Payload, &p); err != nil || len(p.MessageIDs) < 2 {
+				t.Fatalf("batch %s: %s (%v)", task.ID, task.Payload, err)
+			}
+			if senderOf[p.MessageIDs[0]] != "" { // this test's, not an earlier test's left in the queue
+				batches = append(batches, p)
+			}
+		}
+	}
+	if len(batches) == 0 {
+		t.Fatal("no burst of 16 concurrent messages formed a batch")
+	}
+	return senderOf, ids, batches
 }
