@@ -68,15 +68,7 @@ func TestBatchedReplyFailsAlone(t *testing.T) {
 	log := slog.New(jobs.NewLogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	startWorkerWith(t, log, "BOT_LLM_BASE_URL="+llm.URL+"/v1", "BOT_LLM_API_KEY=llm-key", "BOT_LLM_MODEL=test-model")
 
-	waitFor(t, 30*time.Second, "every message answered", func() bool {
-		for _, id := range ids {
-			if messageField(t, srv, key, id, "botStatus") != "done" {
-				return false
-			}
-		}
-		return true
-	})
-	waitDrained(t, mustAccountID(t, key), retryHorizon) // a second reply, if one were coming, would still be in a task
+	waitAnswered(t, srv, key, ids)
 
 	byRecipient := map[string]int{}
 	for _, d := range hook.deliveries() {
@@ -207,7 +199,7 @@ func TestABatchLeavesToItsOwnTaskAMessageTheSweepClaimed(t *testing.T) {
 	key, _ := messagingAccount(t, srv, hook)
 	inspector := asynq.NewInspector(env.Asynq)
 	defer inspector.Close()
-	senderOf, _, batches := burstsUntilBatched(t, srv, key, "claimed", func(int, int) string { return "hello" })
+	senderOf, ids, batches := burstsUntilBatched(t, srv, key, "claimed", func(int, int) string { return "hello" })
 	batch := batches[0]
 	claimed := batch.MessageIDs[1]
 	// As the sweep finds it: no marker (the batch's had not landed when it looked), so it claims the
@@ -231,15 +223,7 @@ func TestABatchLeavesToItsOwnTaskAMessageTheSweepClaimed(t *testing.T) {
 
 	logs := &logBuffer{}
 	startWorkerWith(t, slog.New(jobs.NewLogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
-	waitFor(t, 30*time.Second, "every message answered", func() bool {
-		for id := range senderOf {
-			if messageField(t, srv, key, id, "botStatus") != "done" {
-				return false
-			}
-		}
-		return true
-	})
-	waitDrained(t, mustAccountID(t, key), retryHorizon) // a second reply, if one were coming, would still be in a task
+	waitAnswered(t, srv, key, ids)
 	byRecipient := map[string]int{}
 	for _, d := range hook.deliveries() {
 		var p struct{ ToID string }
@@ -308,4 +292,19 @@ func burstsUntilBatched(t *testing.T, srv *server, key, name string, body func(b
 		t.Fatal("no burst of 16 concurrent messages formed a batch")
 	}
 	return senderOf, ids, batches
+}
+
+// waitAnswered waits until the bot has answered every message of ids, and then until the account's
+// tasks are drained: a second reply, if one were coming, would still be in a task.
+func waitAnswered(t *testing.T, srv *server, key string, ids []string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "every message answered", func() bool {
+		for _, id := range ids {
+			if messageField(t, srv, key, id, "botStatus") != "done" {
+				return false
+			}
+		}
+		return true
+	})
+	waitDrained(t, mustAccountID(t, key), retryHorizon)
 }

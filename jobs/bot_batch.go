@@ -168,8 +168,9 @@ func flushDeadline(batch []*botEnqueue, now time.Time) time.Time {
 }
 
 // batchMarkScript sets, once the batch task is in Redis, each message's marker (the batch's task id)
-// where no task owns the message yet, and the de-duplication keys of those that have one, as setIfQueuedScript does for one message. Every
-// key is in the bot replies' slot (BesideBotReplies), as Redis Cluster requires of a script's keys.
+// where no task owns the message yet, and the de-duplication keys of those that have one, as
+// setIfQueuedScript does for one message. Every key is in the bot replies' slot (BesideBotReplies), as
+// Redis Cluster requires of a script's keys.
 //
 //	KEYS[1] the batch task's key (asynqTaskKey); then the N markers; then the keys to set
 //	ARGV[1] the batch's task id, ARGV[2] the markers' TTL in ms, ARGV[3] N; then per key its value and TTL in ms

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"strings"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -121,22 +120,4 @@ func batchKeepsMigration(db *bun.DB) migrate.Migration {
 			return run(ctx, func(int) []string { return triggers(false) })
 		},
 	}
-}
-
-// ingestClaims is how the installed ingest functions de-duplicate messageSids (claimsNone before the
-// conversion to partitions, claimsTransition during it, claimsFinal after it).
-func ingestClaims(ctx context.Context, db bun.IDB) (int, error) {
-	var batch, one string
-	if err := db.QueryRowContext(ctx, `SELECT
-		COALESCE((SELECT prosrc FROM pg_proc WHERE proname = 'ingest_incoming_batch'), ''),
-		COALESCE((SELECT prosrc FROM pg_proc WHERE proname = 'ingest_incoming'), '')`).Scan(&batch, &one); err != nil {
-		return 0, err
-	}
-	switch {
-	case !strings.Contains(batch, "message_claims"):
-		return claimsNone, nil
-	case strings.Contains(one, "m.external_id = p_external_id"):
-		return claimsTransition, nil
-	}
-	return claimsFinal, nil
 }

@@ -284,6 +284,24 @@ const (
 	claimsFinal
 )
 
+// ingestClaims is how the installed ingest functions de-duplicate messageSids (claimsNone before the
+// conversion to partitions, claimsTransition during it, claimsFinal after it).
+func ingestClaims(ctx context.Context, db bun.IDB) (int, error) {
+	var batch, one string
+	if err := db.QueryRowContext(ctx, `SELECT
+		COALESCE((SELECT prosrc FROM pg_proc WHERE proname = 'ingest_incoming_batch'), ''),
+		COALESCE((SELECT prosrc FROM pg_proc WHERE proname = 'ingest_incoming'), '')`).Scan(&batch, &one); err != nil {
+		return 0, err
+	}
+	switch {
+	case !strings.Contains(batch, "message_claims"):
+		return claimsNone, nil
+	case strings.Contains(one, "m.external_id = p_external_id"):
+		return claimsTransition, nil
+	}
+	return claimsFinal, nil
+}
+
 // ingestClaimSQL claims the messageSid before the message is inserted (ingest_incoming).
 const ingestClaimSQL = `
             IF p_external_id IS NOT NULL THEN
@@ -334,8 +352,8 @@ const (
 
 // ingestSQL fills in a function template: without reopening, or with it; with the messageSid claims
 // of claims; keeps: whether a set-based batch keeps its conversations and first replies itself
-// (batch_keeps.go). A contact the message created is open already; an existing one is reopened by the UPDATE's condition (reopenSQL), which locks only
-// a row it changes. In a set-based batch the contacts are distinct (its independence test), so each
+// (batch_keeps.go). A contact the message created is open already; an existing one is reopened by the
+// UPDATE's condition (reopenSQL), which locks only a row it changes. In a set-based batch the contacts are distinct (its independence test), so each
 // row is updated at most once.
 func ingestSQL(template string, reopen bool, claims int, keeps bool) string {
 	claim, batchClaim, batchClaimCheck := "", "", ""

@@ -580,12 +580,8 @@ func finishConversion(ctx context.Context, db *bun.DB, t partitionedTable) error
 // finalIngestFunctions installs the ingest functions that answer duplicates from the claims alone,
 // once every message has its claim (step 6).
 func finalIngestFunctions(ctx context.Context, db *bun.DB) error {
-	var src string
-	if err := db.QueryRowContext(ctx, "SELECT prosrc FROM pg_proc WHERE proname = 'ingest_incoming'").Scan(&src); err != nil {
+	if claims, err := ingestClaims(ctx, db); err != nil || claims == claimsFinal {
 		return err
-	}
-	if !strings.Contains(src, "m.external_id = p_external_id") {
-		return nil
 	}
 	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for _, q := range []string{ingestSQL(ingestFunctionTemplate, true, claimsFinal, true), ingestSQL(ingestBatchFunctionTemplate, true, claimsFinal, true)} {
