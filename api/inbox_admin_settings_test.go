@@ -37,7 +37,9 @@ var (
 // page of an account set up with channels, canned replies and hand-off settings.
 var adminScreenshots = map[string]bool{"settings-laptop.png": true}
 
-// adminEmail is email the first time, then email with +2, +3, ... in it.
+// adminEmail is email the first time, then email with +2, +3, ... in it. Every browser test that names
+// its accounts by a fixed email goes through it (adminAccount, newTeamFixture): two tests that pick the
+// same email then get different ones in whichever order they run.
 func adminEmail(email string) string {
 	n, _ := adminEmails.LoadOrStore(email, new(atomic.Int64))
 	if i := n.(*atomic.Int64).Add(1); i > 1 {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -175,12 +176,18 @@ func (b *inboxTab) click(selector string) int64 {
 	return res.Status
 }
 
-// fill replaces the value of a field by typing text into it.
+// fill replaces the value of a field with text, entered as one input from the keyboard (as a paste or
+// an input method commits it): the field gets focus and the page sees beforeinput and input events.
+// Typing key by key (chromedp.SendKeys) costs three events and a frame per character; the tests that
+// are about single keys (the reply box's shortcuts) send those keys themselves.
 func (b *inboxTab) fill(selector, text string) {
 	b.t.Helper()
 	// chromedp.SetValue cannot set "" (it reads the value back and takes "" for a failure).
-	evalJS[bool](b, `(document.querySelector('`+selector+`').value = '', true)`)
-	if err := chromedp.Do(b.ctx, chromedp.SendKeys(chromedp.CSS(selector), text)); err != nil {
+	evalJS[bool](b, `(f => (f.focus(), f.value = '', true))(document.querySelector('`+selector+`'))`)
+	if text == "" {
+		return
+	}
+	if _, err := chromedp.Call(b.ctx, input.InsertText, input.InsertTextParams{Text: text}); err != nil {
 		b.fatalf("type into %s: %v", selector, err)
 	}
 }

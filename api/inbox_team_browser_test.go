@@ -46,22 +46,15 @@ type teamFixture struct {
 func newTeamFixture(t *testing.T, ownerEmail, memberEmail string) *teamFixture {
 	t.Helper()
 	n := teamRun.Add(1)
-	unique := func(email string) string {
-		local, domain, _ := strings.Cut(email, "@")
-		if n > 1 {
-			local += fmt.Sprintf("+%d", n)
-		}
-		return local + "@" + domain
-	}
 	if ownerEmail == "" {
 		ownerEmail = fmt.Sprintf("owner-team-%d-%d@example.com", time.Now().UnixNano(), n)
 	} else {
-		ownerEmail = unique(ownerEmail)
+		ownerEmail = adminEmail(ownerEmail)
 	}
 	if memberEmail == "" {
 		memberEmail = fmt.Sprintf("member-team-%d-%d@example.com", time.Now().UnixNano(), n)
 	} else {
-		memberEmail = unique(memberEmail)
+		memberEmail = adminEmail(memberEmail)
 	}
 	created, err := env.Store.CreateAccount(t.Context(), models.NewAccount{Email: ownerEmail, Name: "Northwind"})
 	if err != nil {
