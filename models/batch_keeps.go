@@ -91,33 +91,51 @@ func batchKeepsMigration(db *bun.DB) migrate.Migration {
 			replyTriggerPG(and),
 		}
 	}
-	run := func(ctx context.Context, stmts func(claims int) []string) error {
-		if db.Dialect().Name() != dialect.PG {
-			return nil
-		}
-		return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			claims, err := ingestClaims(ctx, tx)
-			if err != nil {
-				return err
-			}
-			for _, s := range stmts(claims) {
-				if _, err := tx.ExecContext(ctx, s); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
 	return migrate.Migration{
 		Name: "20261206100001", Comment: "ingest_batch_keeps_conversations",
 		Up: func(ctx context.Context, _ *migrate.Migrator, _ *migrate.Migration) error {
-			return run(ctx, func(claims int) []string {
+			return execWithClaims(ctx, db, func(claims int) []string {
 				return append(triggers(true), ingestSQL(ingestBatchFunctionTemplate, true, claims, true))
 			})
 		},
 		// The function stays: with the triggers that fire for every row, it does the work twice.
 		Down: func(ctx context.Context, _ *migrate.Migrator, _ *migrate.Migration) error {
-			return run(ctx, func(int) []string { return triggers(false) })
+			return execWithClaims(ctx, db, func(int) []string { return triggers(false) })
 		},
+	}
+}
+
+// execWithClaims runs, in one transaction on PostgreSQL (nothing on SQLite), the statements that
+// stmts makes for the messageSid claims mode the database is in (ingestClaims).
+func execWithClaims(ctx context.Context, db *bun.DB, stmts func(claims int) []string) error {
+	if db.Dialect().Name() != dialect.PG {
+		return nil
+	}
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		claims, err := ingestClaims(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, s := range stmts(claims) {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// replyLocksContactFirstMigration installs the reply's trigger function and the batch function with
+// the contact's share lock before its sends (replyStoredPG). Down keeps them: the lock taken earlier
+// is the order every writer follows, and the previous functions differ only in taking it later.
+func replyLocksContactFirstMigration(db *bun.DB) migrate.Migration {
+	return migrate.Migration{
+		Name: "20261207100001", Comment: "reply_locks_contact_before_sends",
+		Up: func(ctx context.Context, _ *migrate.Migrator, _ *migrate.Migration) error {
+			return execWithClaims(ctx, db, func(claims int) []string {
+				return []string{replyStoredFunctionPG(), ingestSQL(ingestBatchFunctionTemplate, true, claims, true)}
+			})
+		},
+		Down: func(context.Context, *migrate.Migrator, *migrate.Migration) error { return nil },
 	}
 }

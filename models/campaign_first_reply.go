@@ -69,12 +69,28 @@ func sendsLockSQL(contact string) string {
 func replyStoredPG(row string) string {
 	return `IF EXISTS (SELECT 1 FROM campaign_sends WHERE campaign_sends.contact_id = ` + row + `.contact_id) THEN
         -- (most senders never had a campaign's opening)
+        -- The contact's first message share-locks the contact after this, for its conversation's
+        -- row (conversationUpsertPG); it takes that lock here, before the sends, as models/tx.go
+        -- orders them. A conversation row once committed stays, and then nothing locks the contact.
+        PERFORM 1 FROM contacts WHERE contacts.id = ` + row + `.contact_id
+            AND NOT EXISTS (SELECT 1 FROM conversations WHERE conversations.contact_id = ` + row + `.contact_id)
+            FOR SHARE OF contacts;
         ` + sendsLockSQL(row+".contact_id") + `
         UPDATE campaign_sends SET first_reply_at = ` + row + `.created_at
         WHERE campaign_sends.contact_id = ` + row + `.contact_id AND campaign_sends.written_at < ` + row + `.created_at
             AND (campaign_sends.first_reply_at IS NULL OR campaign_sends.first_reply_at > ` + row + `.created_at)
             AND EXISTS (SELECT 1 FROM messages AS m WHERE m.id = ` + row + `.id AND ` + isReplySQL("m") + `);
     END IF;`
+}
+
+// replyStoredFunctionPG is the reply's trigger function.
+func replyStoredFunctionPG() string {
+	return `
+CREATE OR REPLACE FUNCTION campaign_sends_reply_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    ` + replyStoredPG("NEW") + `
+    RETURN NULL;
+END $$`
 }
 
 // replyTriggerPG is the reply's trigger; and is a further condition on the row (batch_keeps.go), ""
@@ -103,11 +119,7 @@ BEGIN
     WHERE message_id = NEW.id;
     RETURN NULL;
 END $$`, `
-CREATE OR REPLACE FUNCTION campaign_sends_reply_stored() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    ` + replyStoredPG("NEW") + `
-    RETURN NULL;
-END $$`, `
+` + replyStoredFunctionPG(), `
 CREATE OR REPLACE FUNCTION campaign_sends_keyword_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     ` + recompute("NEW.contact_id", "NEW.created_at") + `

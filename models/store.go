@@ -210,6 +210,7 @@ func (s *Store) migrate(ctx context.Context, before string) error {
 	all.Add(partitionMigration(s))
 	all.Add(campaignFirstReplyMigration(s.db))
 	all.Add(batchKeepsMigration(s.db))
+	all.Add(replyLocksContactFirstMigration(s.db))
 	migrations := all
 	if before != "" {
 		migrations = migrate.NewMigrations()

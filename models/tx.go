@@ -35,7 +35,8 @@ import (
 // has: first the campaign sends whose opening time and first reply a message changes
 // (campaign_first_reply.go: a contact's sends, in id order), then the conversations table's rows
 // (conversation_table.go), each in the order the transaction wrote its messages; a conversation's
-// first message share-locks its contact there. A set-based ingest batch takes the same locks in the
+// first message share-locks its contact there, or, when the contact has campaign sends, before them
+// (replyStoredPG), so that the contact still comes first. A set-based ingest batch takes the same locks in the
 // same order itself, as its transaction's last statements, instead of through the triggers
 // (batch_keeps.go); the conversation rows of the contacts it makes, which no other transaction can
 // see, it writes in its insert.
