@@ -191,9 +191,16 @@ func waitReady(t *testing.T, base string, p *process) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		// Only the api's own answer counts: a test server that another test started on the port
+		// would answer 200 to anything.
 		if res, err := http.Get(base + "/readyz"); err == nil {
+			var ready struct {
+				Status string         `json:"status"`
+				Checks map[string]any `json:"checks"`
+			}
+			err := json.NewDecoder(res.Body).Decode(&ready)
 			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
+			if res.StatusCode == http.StatusOK && err == nil && ready.Status == "ok" && ready.Checks["database"] == "ok" {
 				return
 			}
 		}

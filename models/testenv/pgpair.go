@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -287,40 +285,3 @@ func queryRow(url, query string, dest ...any) error {
 
 // freeLoopbackPorts returns n distinct free loopback ports, held open together while chosen.
 func freeLoopbackPorts(t testing.TB, n int) []string { return FreePorts(t, n) }
-
-// handedOut is every port FreePorts has returned in this test binary.
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
-// FreePorts returns n loopback ports that nothing listens on now, for processes a test starts. A port
-// is closed again before it is returned, so the kernel may hand it to the next caller that asks for
-// any port; the ports returned are remembered, so that two tests of one binary running in parallel
-// never get the same one (an api that found another test's api on its port answered its readiness).
-func FreePorts(t testing.TB, n int) []string {
-	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	ports := make([]string, 0, n)
-	var held []net.Listener
-	defer func() {
-		for _, ln := range held {
-			ln.Close()
-		}
-	}()
-	for len(ports) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, ln)
-		port := ln.Addr().(*net.TCPAddr).Port
-		if handedOut.ports[port] {
-			continue
-		}
-		handedOut.ports[port] = true
-		ports = append(ports, fmt.Sprint(port))
-	}
-	return ports
-}
