@@ -30,8 +30,8 @@ var teamScreenshots = map[string]bool{
 	"conversations-laptop.png": true, "conversation-laptop.png": true, "conversation-phone.png": true, "alerts-laptop.png": true,
 }
 
-// teamRun numbers the team fixtures made in this process, so that a repeated run (-count) gets its
-// own email addresses.
+// teamRun numbers the team fixtures made in this process, in the emails it makes for those given
+// none; a fixed email is made unique by adminEmail.
 var teamRun atomic.Int64
 
 // teamFixture is an account with two people on its team and conversations written through the store.

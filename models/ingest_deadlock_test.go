@@ -37,6 +37,18 @@ func ingestAsync(t *testing.T, acc, phone, contact string) (done chan struct{}, 
 	}
 }
 
+// racerWithSend makes, in a live campaign on the channel "web", a contact with phone and a queued
+// campaign send, and returns the fixture, the contact's id and the send's.
+func racerWithSend(t *testing.T, phone string) (f *firstReplyFixture, contact, send string) {
+	t.Helper()
+	f = newFirstReplyFixture(t)
+	c, _, err := env.Store.CreateOrGetContact(context.Background(), f.acc, models.ContactInput{FirstName: "Racer", Phone: phone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, c.ID, testenv.Queue(t, env.Store, f.acc, *f.campaign.ListID, c.ID)[c.ID]
+}
+
 // A contact's first message (a STOP, say) commits while a transaction that locked the contact goes on
 // to lock the contact's campaign send, as an opening being written does. The message's commit takes
 // the contact (share, to copy its columns into the new conversation row) before the send, in the
@@ -48,18 +60,13 @@ func TestAFirstMessageLocksItsContactBeforeItsSends(t *testing.T) {
 		t.Skip("the lock order needs two PostgreSQL transactions at once")
 	}
 	ctx := context.Background()
-	f := newFirstReplyFixture(t) // a live campaign on the channel "web"
-	c, _, err := env.Store.CreateOrGetContact(ctx, f.acc, models.ContactInput{FirstName: "Racer", Phone: "+14155550177"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	send := testenv.Queue(t, env.Store, f.acc, *f.campaign.ListID, c.ID)[c.ID]
+	f, contact, send := racerWithSend(t, "+14155550177")
 
 	h := holdTx(t, env.Store)
-	if _, err := h.ExecContext(ctx, "UPDATE contacts SET first_name = first_name WHERE id = ?", c.ID); err != nil {
+	if _, err := h.ExecContext(ctx, "UPDATE contacts SET first_name = first_name WHERE id = ?", contact); err != nil {
 		t.Fatal(err)
 	}
-	done, stored := ingestAsync(t, f.acc, "+14155550177", c.ID)
+	done, stored := ingestAsync(t, f.acc, "+14155550177", contact)
 	if !h.waitBlocked(t, 1, done) {
 		t.Fatal("the message's commit did not wait for the contact")
 	}
@@ -91,20 +98,15 @@ func TestIngestRetriesADeadlock(t *testing.T) {
 		t.Skip("the deadlock needs two PostgreSQL transactions at once")
 	}
 	ctx := context.Background()
-	f := newFirstReplyFixture(t)
-	c, _, err := env.Store.CreateOrGetContact(ctx, f.acc, models.ContactInput{FirstName: "Racer", Phone: "+14155550178"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	send := testenv.Queue(t, env.Store, f.acc, *f.campaign.ListID, c.ID)[c.ID]
-	_, first := ingestAsync(t, f.acc, "+14155550178", c.ID) // the conversation's row
+	f, contact, send := racerWithSend(t, "+14155550178")
+	_, first := ingestAsync(t, f.acc, "+14155550178", contact) // the conversation's row
 	first()
 
 	h := holdTx(t, env.Store)
-	if _, err := h.ExecContext(ctx, "UPDATE conversations SET failed = failed WHERE contact_id = ?", c.ID); err != nil {
+	if _, err := h.ExecContext(ctx, "UPDATE conversations SET failed = failed WHERE contact_id = ?", contact); err != nil {
 		t.Fatal(err)
 	}
-	done, stored := ingestAsync(t, f.acc, "+14155550178", c.ID)
+	done, stored := ingestAsync(t, f.acc, "+14155550178", contact)
 	if !h.waitBlocked(t, 1, done) {
 		t.Fatal("the message's commit did not wait for the conversation's row")
 	}

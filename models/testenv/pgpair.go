@@ -283,5 +283,5 @@ func queryRow(url, query string, dest ...any) error {
 	return db.QueryRowContext(ctx, query).Scan(dest...)
 }
 
-// freeLoopbackPorts returns n distinct free loopback ports, held open together while chosen.
+// freeLoopbackPorts is FreePorts: n distinct free loopback ports.
 func freeLoopbackPorts(t testing.TB, n int) []string { return FreePorts(t, n) }
