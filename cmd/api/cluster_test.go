@@ -56,13 +56,15 @@ func startRedisCluster(t *testing.T, bin string) *redisCluster {
 	began := time.Now()
 	dir := t.TempDir()
 	ports := freePorts(t, 6)
+	busPorts := make([]string, len(ports))
 	clients := make([]*redis.Client, len(ports))
 	ids := make([]string, len(ports))
 	ctx := context.Background()
 	for i, port := range ports {
 		// A master waits 5 s by default before a replica's first (diskless) sync, for more replicas to
 		// join it; here each has its one at once.
-		p := startRedisNode(t, bin, dir, port, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+port+".conf",
+		var p *process
+		p, busPorts[i] = startClusterNode(t, bin, dir, port,
 			"--cluster-node-timeout", fmt.Sprint(clusterNodeTimeout.Milliseconds()), "--repl-diskless-sync-delay", "0")
 		addr := "127.0.0.1:" + port
 		if i < 3 {
@@ -86,8 +88,8 @@ func startRedisCluster(t *testing.T, bin string) *redisCluster {
 			t.Fatalf("CLUSTER ADDSLOTSRANGE on %s: %v", c.masterAddrs[i], err)
 		}
 	}
-	for _, port := range ports[1:] {
-		if err := clients[0].ClusterMeet(ctx, "127.0.0.1", port).Err(); err != nil {
+	for i, port := range ports[1:] {
+		if err := clients[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", port, busPorts[1+i]).Err(); err != nil {
 			t.Fatalf("CLUSTER MEET %s: %v", port, err)
 		}
 	}
@@ -118,6 +120,17 @@ func startRedisCluster(t *testing.T, bin string) *redisCluster {
 	})
 	t.Logf("cluster of 3 masters and 3 replicas up in %s", time.Since(began).Round(time.Millisecond))
 	return c
+}
+
+// startClusterNode starts a cluster-mode node on port and returns it with its cluster bus port. The
+// bus gets a port of its own from freePort: by default it would be port+10000, which nobody reserved
+// and which can lie in the kernel's ephemeral range, where another test's connection may hold it (a
+// CI run failed so: "Failed listening on port 33316 (cluster), aborting").
+func startClusterNode(t *testing.T, bin, dir, port string, args ...string) (*process, string) {
+	t.Helper()
+	bus := freePort(t)
+	return startRedisNode(t, bin, dir, port, append([]string{"--cluster-enabled", "yes", "--cluster-port", bus,
+		"--cluster-config-file", "nodes-" + port + ".conf"}, args...)...), bus
 }
 
 // environ is what the processes need to reach the cluster: two of its nodes (the client learns the
@@ -588,7 +601,7 @@ func TestClusterDownIsUnavailable(t *testing.T) {
 	t.Parallel()
 	bin := redisServerBin(t)
 	port := freePort(t)
-	startRedisNode(t, bin, t.TempDir(), port, "--cluster-enabled", "yes")
+	startClusterNode(t, bin, t.TempDir(), port)
 	err := nodeClient(t, "127.0.0.1:"+port).Get(context.Background(), "anything").Err()
 	if !redis.IsClusterDownError(err) {
 		t.Fatalf("GET on a node without slots: %v, want CLUSTERDOWN", err)
