@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun/driver/pgdriver"
 
 	"funnelchat/models"
+	"funnelchat/models/testenv"
 )
 
 // The process tests spend most of their time waiting: for a killed worker's task lease to run out,
@@ -94,43 +94,16 @@ func freshDatabase(t *testing.T) string {
 	return u.String()
 }
 
-// claimRedisDB claims a free Redis database number on TEST_REDIS_URL's server for one test, the way
-// models/testenv claims the package's (the same lock key, so neither takes the other's), and empties
-// it when the test ends: queued tasks of these processes, which use a database of their own, must
-// not reach the package's other workers, nor theirs these.
+// claimRedisDB claims a free Redis database number on TEST_REDIS_URL's server for one test, as
+// models/testenv claims the package's (testenv.ClaimRedisDB), and empties it when the test ends: queued
+// tasks of these processes, which use a database of their own, must not reach the package's other
+// workers, nor theirs these.
 func claimRedisDB(t *testing.T) string {
 	t.Helper()
-	const lockKey = "funnelchat:testenv:lock"
-	base := os.Getenv("TEST_REDIS_URL")
-	opt, err := redis.ParseURL(base)
+	_, dbURL, release, err := testenv.ClaimRedisDB(context.Background(), os.Getenv("TEST_REDIS_URL"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	for db := 1; db < 16; db++ {
-		o := *opt
-		o.DB = db
-		client := redis.NewClient(&o)
-		ok, err := client.SetNX(ctx, lockKey, os.Getpid(), time.Hour).Result()
-		if err != nil || !ok {
-			_ = client.Close()
-			if err != nil {
-				t.Fatalf("TEST_REDIS_URL: %v", err)
-			}
-			continue
-		}
-		if err := client.FlushDB(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-		client.Set(ctx, lockKey, os.Getpid(), time.Hour)
-		t.Cleanup(func() {
-			_ = client.FlushDB(context.Background()).Err()
-			_ = client.Close()
-		})
-		u, _ := url.Parse(base)
-		u.Path = fmt.Sprintf("/%d", db)
-		return u.String()
-	}
-	t.Fatal("no free Redis database (1-15) for this test")
-	return ""
+	t.Cleanup(release)
+	return dbURL
 }

@@ -161,45 +161,61 @@ func (e *Env) setupPostgres(ctx context.Context, adminURL string) error {
 	return nil
 }
 
-// lockKey marks a Redis database number as taken by a running test package. asynq's keys are global
-// within a database, so packages running in parallel must not share one.
+// lockKey marks a Redis database number as taken by a running test package or test. asynq's keys are
+// global within a database, so packages running in parallel must not share one.
 const lockKey = "funnelchat:testenv:lock"
 
-func (e *Env) setupRedis(ctx context.Context, baseURL string) error {
+// claimScript takes a database number: if no one holds its lock key, it sets the key, empties the
+// database and sets the key again, in one step. As three commands (SETNX, FLUSHDB, SET), the lock was
+// gone between the FLUSHDB and the SET, and a second claimant took the same number: a CI run's test
+// then saw another test's worker run its tasks and fail them as not found.
+var claimScript = redis.NewScript(`
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', 3600) then return 0 end
+redis.call('FLUSHDB')
+redis.call('SET', KEYS[1], ARGV[1], 'EX', 3600)
+return 1`)
+
+// ClaimRedisDB claims a free database number (1-15) on baseURL's server for the caller alone and
+// returns a client of it and its URL; release empties it, and with it the claim.
+func ClaimRedisDB(ctx context.Context, baseURL string) (client *redis.Client, dbURL string, release func(), err error) {
 	opt, err := redis.ParseURL(baseURL)
 	if err != nil {
-		return fmt.Errorf("TEST_REDIS_URL: %w", err)
+		return nil, "", nil, fmt.Errorf("TEST_REDIS_URL: %w", err)
 	}
 	for db := 1; db < 16; db++ {
 		o := *opt
 		o.DB = db
 		client := redis.NewClient(&o)
-		ok, err := client.SetNX(ctx, lockKey, os.Getpid(), time.Hour).Result()
+		took, err := claimScript.Run(ctx, client, []string{lockKey}, os.Getpid()).Int()
 		if err != nil {
 			_ = client.Close()
-			return fmt.Errorf("TEST_REDIS_URL does not answer: %w", err)
+			return nil, "", nil, fmt.Errorf("TEST_REDIS_URL does not answer: %w", err)
 		}
-		if !ok {
+		if took == 0 {
 			_ = client.Close()
 			continue
 		}
-		// Empty the database but keep our claim on it.
-		if err := client.FlushDB(ctx).Err(); err != nil {
-			return err
-		}
-		client.Set(ctx, lockKey, os.Getpid(), time.Hour)
-		e.Redis = client
 		u, _ := url.Parse(baseURL)
 		u.Path = fmt.Sprintf("/%d", db)
-		e.RedisURL = u.String()
-		e.Asynq = asynq.RedisClientOpt{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: db, TLSConfig: o.TLSConfig}
-		e.cleanup = append(e.cleanup, func() {
+		return client, u.String(), func() {
 			_ = client.FlushDB(context.Background()).Err()
 			_ = client.Close()
-		})
-		return nil
+		}, nil
 	}
-	return errors.New("no free Redis database (1-15) for this test package: are stale test processes running?")
+	return nil, "", nil, errors.New("no free Redis database (1-15) on TEST_REDIS_URL: are stale test processes running?")
+}
+
+func (e *Env) setupRedis(ctx context.Context, baseURL string) error {
+	client, dbURL, release, err := ClaimRedisDB(ctx, baseURL)
+	if err != nil {
+		return err
+	}
+	o := client.Options()
+	e.Redis = client
+	e.RedisURL = dbURL
+	e.Asynq = asynq.RedisClientOpt{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig}
+	e.cleanup = append(e.cleanup, release)
+	return nil
 }
 
 func (e *Env) setupEmbedded() error {
