@@ -165,12 +165,12 @@ func (e *Env) setupPostgres(ctx context.Context, adminURL string) error {
 // global within a database, so packages running in parallel must not share one.
 const lockKey = "funnelchat:testenv:lock"
 
-// claimScript takes a database number: if no one holds its lock key, it sets the key, empties the
-// database and sets the key again, in one step. As three commands (SETNX, FLUSHDB, SET), the lock was
-// gone between the FLUSHDB and the SET, and a second claimant took the same number: a CI run's test
-// then saw another test's worker run its tasks and fail them as not found.
+// claimScript takes a database number: if no one holds its lock key, it empties the database and sets
+// the key, in one step. As three commands (SETNX, FLUSHDB, SET), the lock was gone between the FLUSHDB
+// and the SET, and a second claimant took the same number: a CI run's test then saw another test's
+// worker run its tasks and fail them as not found.
 var claimScript = redis.NewScript(`
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', 3600) then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('FLUSHDB')
 redis.call('SET', KEYS[1], ARGV[1], 'EX', 3600)
 return 1`)
