@@ -344,6 +344,33 @@ func TestSweepDeliversWorkThatWasNeverQueued(t *testing.T) {
 	}
 }
 
+// A bot reply's task that asynq archived while its message is still owed (its retries spent while the
+// database was down, or every worker that ran it killed) keeps its id in asynq until the archive is
+// trimmed. The sweep's enqueue under that id found it taken and queued nothing, on every pass: the
+// message was never answered. The sweep deletes the archived task and queues the reply again.
+func TestSweepAnswersAMessageWhoseBotTaskWasArchived(t *testing.T) {
+	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
+	hook := newSink(t, nil)
+	key, _ := messagingAccount(t, srv, hook)
+	r := incoming(t, srv, key, "archived-1", "ari", "is anyone there?")
+	expect(t, r, http.StatusOK, "")
+	id := r.JSON(t)["messageId"].(string)
+	inspector := asynq.NewInspector(env.Asynq)
+	defer inspector.Close()
+	// A message alone is queued as its own task (no worker runs yet to take it).
+	if err := inspector.ArchiveTask(jobs.QueueDefault, "bot:"+id); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t) // SWEEP_INTERVAL=1s: work older than 2 s is re-enqueued
+	waitFor(t, 20*time.Second, "the sweep to answer the message", func() bool { return len(hook.deliveries()) == 1 })
+	if got := messageField(t, srv, key, id, "botStatus"); got != "done" {
+		t.Fatalf("botStatus %v, want done", got)
+	}
+	if archived, err := inspector.ListArchivedTasks(jobs.QueueDefault); err != nil || len(archived) != 0 {
+		t.Fatalf("archived tasks left: %d (err %v)", len(archived), err)
+	}
+}
+
 func TestRedisDownAnswers503AndTheRetryCompletesTheWork(t *testing.T) {
 	// An api whose Redis is unreachable: nothing listens on the address.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

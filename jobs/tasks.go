@@ -148,18 +148,30 @@ func (q *Queue) heldByLegacy(queues []string, taskID string) (bool, error) {
 
 // inProgressOn reports whether a task of the queue is pending, scheduled, active or retrying.
 func (q *Queue) inProgressOn(queue, taskID string) (bool, error) {
+	state, err := q.taskState(queue, taskID)
+	return held(state), err
+}
+
+// taskState is the state of a task in asynq; 0 (no state) when there is no such task.
+func (q *Queue) taskState(queue, taskID string) (asynq.TaskState, error) {
 	info, err := q.inspector.GetTaskInfo(queue, taskID)
 	switch {
 	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
-		return false, nil
+		return 0, nil
 	case err != nil:
-		return false, err
+		return 0, err
 	}
-	switch info.State {
+	return info.State, nil
+}
+
+// held says whether a task in state is still to run or running: pending, scheduled, active or
+// retrying (not archived, nor completed).
+func held(state asynq.TaskState) bool {
+	switch state {
 	case asynq.TaskStatePending, asynq.TaskStateScheduled, asynq.TaskStateActive, asynq.TaskStateRetry:
-		return true, nil
+		return true
 	}
-	return false, nil
+	return false
 }
 
 // Close stops the batching of bot replies and releases the Redis connection if the Queue made it.
