@@ -344,30 +344,59 @@ func TestSweepDeliversWorkThatWasNeverQueued(t *testing.T) {
 	}
 }
 
-// A bot reply's task that asynq archived while its message is still owed (its retries spent while the
-// database was down, or every worker that ran it killed) keeps its id in asynq until the archive is
+// A task that asynq archived while the database still says its work is owed (its retries spent while
+// the database was down, or every worker that ran it killed) keeps its id in asynq until the archive is
 // trimmed. The sweep's enqueue under that id found it taken and queued nothing, on every pass: the
-// message was never answered. The sweep deletes the archived task and queues the reply again.
-func TestSweepAnswersAMessageWhoseBotTaskWasArchived(t *testing.T) {
+// message was never answered, the outgoing message never delivered. The sweep deletes the archived
+// task and queues the work again: here a bot reply's own task and a delivery's.
+func TestSweepRequeuesWorkWhoseTaskWasArchived(t *testing.T) {
 	srv := startServer(t, "WEBHOOK_ALLOW_PRIVATE=true")
 	hook := newSink(t, nil)
 	key, _ := messagingAccount(t, srv, hook)
+	// No worker runs yet: the tasks wait in their queues. A message alone is queued as its own task.
 	r := incoming(t, srv, key, "archived-1", "ari", "is anyone there?")
 	expect(t, r, http.StatusOK, "")
-	id := r.JSON(t)["messageId"].(string)
+	in := r.JSON(t)["messageId"].(string)
+	r = do(t, "POST", srv.URL+"/v1/send_custom_channel_message", key,
+		map[string]any{"customData": map[string]any{"fromId": "lee", "customChannel": "chat", "body": "your order shipped"}})
+	expect(t, r, http.StatusCreated, "")
+	out := r.JSON(t)["messageId"].(string)
 	inspector := asynq.NewInspector(env.Asynq)
 	defer inspector.Close()
-	// A message alone is queued as its own task (no worker runs yet to take it).
-	if err := inspector.ArchiveTask(jobs.QueueDefault, "bot:"+id); err != nil {
+	if err := inspector.ArchiveTask(jobs.QueueDefault, "bot:"+in); err != nil {
 		t.Fatal(err)
 	}
+	deliveries, err := inspector.ListPendingTasks(jobs.QueueDeliveries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archived []string
+	for _, task := range deliveries {
+		if strings.HasPrefix(task.ID, "deliver:"+out+":") {
+			if err := inspector.ArchiveTask(jobs.QueueDeliveries, task.ID); err != nil {
+				t.Fatal(err)
+			}
+			archived = append(archived, task.ID)
+		}
+	}
+	if len(archived) != 1 {
+		t.Fatalf("delivery tasks of %s archived: %v, want 1", out, archived)
+	}
 	startWorker(t) // SWEEP_INTERVAL=1s: work older than 2 s is re-enqueued
-	waitFor(t, 20*time.Second, "the sweep to answer the message", func() bool { return len(hook.deliveries()) == 1 })
-	if got := messageField(t, srv, key, id, "botStatus"); got != "done" {
+	waitFor(t, 20*time.Second, "the sweep to answer and deliver", func() bool { return len(hook.deliveries()) == 2 })
+	bodies := string(hook.deliveries()[0].Body) + string(hook.deliveries()[1].Body)
+	if !strings.Contains(bodies, `"toId":"ari"`) || !strings.Contains(bodies, `"toId":"lee"`) {
+		t.Fatalf("deliveries: %s", bodies)
+	}
+	if got := messageField(t, srv, key, in, "botStatus"); got != "done" {
 		t.Fatalf("botStatus %v, want done", got)
 	}
-	if archived, err := inspector.ListArchivedTasks(jobs.QueueDefault); err != nil || len(archived) != 0 {
-		t.Fatalf("archived tasks left: %d (err %v)", len(archived), err)
+	// (Other tests' tasks share the queues: only these two are looked at.)
+	for queue, id := range map[string]string{jobs.QueueDefault: "bot:" + in, jobs.QueueDeliveries: archived[0]} {
+		info, err := inspector.GetTaskInfo(queue, id)
+		if err == nil && info.State == asynq.TaskStateArchived {
+			t.Fatalf("%s is still archived", id)
+		}
 	}
 }
 

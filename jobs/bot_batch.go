@@ -248,22 +248,11 @@ return v
 // sweep and the retry of a message whose reply is still owed use it. The claim of the message's marker
 // comes before the enqueue, in one step, so that a batch enqueued meanwhile does not take the message
 // (batchMarkScript sets no marker that exists), and a batch that took it first keeps it.
-//
-// A task of the message's own that asynq archived (its retries spent while the database was down, or
-// every worker that ran it killed) answered nothing, yet keeps its id until asynq trims its archive:
-// the enqueue would find the id taken and, taking that for "queued already", queue nothing, on every
-// sweep. So it is deleted first. (A message the bot gave up on is not owed: it is handed to the team.)
+// A task of the message's own that asynq archived is deleted first (clearArchived).
 func (q *Queue) BotReplyUnlessHeld(ctx context.Context, messageID string) error {
 	own := botReplyTaskID(messageID)
-	switch state, err := q.taskState(QueueDefault, own); {
-	case err != nil:
+	if busy, err := q.clearArchived(QueueDefault, own); busy || err != nil {
 		return err
-	case held(state):
-		return nil
-	case state == asynq.TaskStateArchived:
-		if err := q.inspector.DeleteTask(QueueDefault, own); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-			return fmt.Errorf("bot reply %s: delete its archived task: %w", messageID, err)
-		}
 	}
 	// A batch an api of the earlier release queued is marked under the marker's old name only.
 	if legacy, err := q.rdb.Get(ctx, legacyBotBatchKey(messageID)).Result(); err == nil {

@@ -53,6 +53,12 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 			}
 			continue
 		}
+		if busy, err := h.Queue.clearArchived(QueueDeliveries, deliverTaskID(d.MessageID, d.Round)); busy || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if err := h.Queue.Deliver(ctx, d.MessageID, d.Round); err != nil {
 			return err
 		}
