@@ -248,10 +248,10 @@ return v
 // sweep and the retry of a message whose reply is still owed use it. The claim of the message's marker
 // comes before the enqueue, in one step, so that a batch enqueued meanwhile does not take the message
 // (batchMarkScript sets no marker that exists), and a batch that took it first keeps it.
-// A task of the message's own that asynq archived is deleted first (clearArchived).
+// A task of the message's own that asynq archived holds it too (archivedTask).
 func (q *Queue) BotReplyUnlessHeld(ctx context.Context, messageID string) error {
 	own := botReplyTaskID(messageID)
-	if busy, err := q.clearArchived(QueueDefault, own); busy || err != nil {
+	if state, err := q.taskState(QueueDefault, own); err != nil || held(state) || state == asynq.TaskStateArchived {
 		return err
 	}
 	// A batch an api of the earlier release queued is marked under the marker's old name only.

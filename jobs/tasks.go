@@ -152,27 +152,14 @@ func (q *Queue) inProgressOn(queue, taskID string) (bool, error) {
 	return held(state), err
 }
 
-// clearArchived readies a task id for owed work to be queued again under it: it reports whether the
-// task is still held (pending, scheduled, active or retrying: nothing to queue), and deletes the task
-// when asynq archived it. An archived task (its retries spent while the database was down, or every
-// worker that ran it killed) did not do the work the database still says is owed, yet keeps its id until
-// asynq trims its archive: an enqueue would find the id taken and, taking that for "queued already",
-// queue nothing, on every sweep. Work that was given up for good is not owed (a bot reply the bot could
-// not write is handed to the team; a delivery out of retries is recorded failed with no next attempt), so
-// the sweep does not bring it back.
-func (q *Queue) clearArchived(queue, taskID string) (busy bool, err error) {
+// archivedTask reports whether asynq archived the task: it ran out of retries, or killed every worker
+// that took it (README, "Reliability"). Its work may still be owed (the database says so), yet it is
+// not queued again: a task that kills workers would take them down on every sweep. It waits in
+// asynqmon's Archived tab for an operator to run it again once its cause is fixed, and the sweep says
+// which tasks wait so (handleSweep). Its id stays taken until then: an enqueue under it queues nothing.
+func (q *Queue) archivedTask(queue, taskID string) (bool, error) {
 	state, err := q.taskState(queue, taskID)
-	switch {
-	case err != nil:
-		return false, err
-	case held(state):
-		return true, nil
-	case state == asynq.TaskStateArchived:
-		if err := q.inspector.DeleteTask(queue, taskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-			return false, fmt.Errorf("delete the archived task %s: %w", taskID, err)
-		}
-	}
-	return false, nil
+	return state == asynq.TaskStateArchived, err
 }
 
 // taskState is the state of a task in asynq; 0 (no state) when there is no such task.
