@@ -65,6 +65,7 @@ type incomingReport struct {
 	DuplicatesAnsweredCorrectly int `json:"duplicatesAnsweredCorrectly"`
 	*replyReport
 	*memoryReport
+	*cpuReport
 }
 
 // replyReport is the part of the incoming report about the bot's replies at the sink.

@@ -55,6 +55,8 @@
 //	--worker-pid P     likewise for worker processes
 //	--reset-peak-rss   reset those processes' VmHWM at the start (/proc/<pid>/clear_refs), so that
 //	                   peakRssMB covers this run, not the process's life so far
+//	--postgres-pid P   incoming mode: PostgreSQL's postmaster, whose CPU (with every backend's) to report
+//	--redis-pid P      incoming mode: Redis, whose CPU to report
 //	--campaign         campaign mode
 //	--contacts N       campaign mode: contacts to add in one batch (default 50, at most 1000)
 //	--per-minute N     campaign mode: the campaign's sendRatePerMinute (default 60)
@@ -80,7 +82,9 @@
 // campaignSendsByStatus, deliveries, badSignatures, undelivered, otherDeliveries, waitSeconds (see
 // fillReport in fill.go). With pids: peakRssMB (sum of each process's VmHWM from
 // /proc/<pid>/status at the end), sampledPeakRssMB (largest sum of VmRSS seen, sampled every 200 ms)
-// and rssProcesses, in MiB (the kernel's kB / 1024). VmHWM is the peak since the process started (or
+// and rssProcesses, in MiB (the kernel's kB / 1024). Incoming mode, with any pid: cpuSeconds and
+// cpuMsPerMessage (per accepted message) of the api, worker, postgres and redis processes given and of
+// the tool itself, from the start of the load to the end of the run (cpu.go). VmHWM is the peak since the process started (or
 // since --reset-peak-rss), so a second run against the same process may report the first run's peak.
 // Latency summaries are {count, min, p50, p95, p99, max, mean} in ms: exact nearest-rank percentiles
 // over every sample. Each field's exact definition is the comment on it in incoming.go, campaign.go,
@@ -112,6 +116,8 @@ type options struct {
 	Wait, Settle        time.Duration
 	SinkAddr, SinkURL   string
 	APIPIDs, WorkerPIDs pidsFlag
+	PostgresPIDs        pidsFlag
+	RedisPIDs           pidsFlag
 	ResetPeakRSS        bool
 	Campaign            bool
 	Contacts, PerMinute int
@@ -144,6 +150,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(&o.APIPIDs, "api-pid", "api process id (repeatable, comma-separated)")
 	fs.Var(&o.WorkerPIDs, "worker-pid", "worker process id (repeatable, comma-separated)")
 	fs.BoolVar(&o.ResetPeakRSS, "reset-peak-rss", false, "reset the processes' VmHWM at the start")
+	fs.Var(&o.PostgresPIDs, "postgres-pid", "PostgreSQL's postmaster process id, for its CPU and its backends'")
+	fs.Var(&o.RedisPIDs, "redis-pid", "Redis process id, for its CPU")
 	fs.BoolVar(&o.Campaign, "campaign", false, "campaign mode")
 	fs.IntVar(&o.Contacts, "contacts", 50, "campaign mode: contacts")
 	fs.IntVar(&o.PerMinute, "per-minute", 60, "campaign mode: sendRatePerMinute")
@@ -270,6 +278,11 @@ func run(ctx context.Context, o *options, progress io.Writer) (any, error) {
 		stopSampler()
 		return nil, err
 	}
+	var cpu *cpuMeter
+	if len(o.APIPIDs)+len(o.WorkerPIDs)+len(o.PostgresPIDs)+len(o.RedisPIDs) > 0 {
+		cpu = startCPUMeter(cpuRole{name: "api", pids: o.APIPIDs}, cpuRole{name: "worker", pids: o.WorkerPIDs},
+			cpuRole{name: "postgres", pids: o.PostgresPIDs, tree: true}, cpuRole{name: "redis", pids: o.RedisPIDs})
+	}
 	rep, err := runIncoming(ctx, incomingConfig{
 		API: api, RunID: o.RunID, N: o.N, Concurrency: o.Concurrency, Rate: o.Rate, MaxInFlight: o.MaxInFlight,
 		Duplicates: o.Duplicates, NoReplies: o.NoReplies, Wait: o.Wait, Settle: o.Settle,
@@ -277,6 +290,9 @@ func run(ctx context.Context, o *options, progress io.Writer) (any, error) {
 	})
 	if rep != nil {
 		rep.memoryReport = stopSampler()
+		if cpu != nil {
+			rep.cpuReport = cpu.Stop(rep.Accepted)
+		}
 		return rep, err
 	}
 	stopSampler()
