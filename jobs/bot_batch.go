@@ -250,34 +250,41 @@ return v
 // (batchMarkScript sets no marker that exists), and a batch that took it first keeps it.
 // A task of the message's own that asynq archived holds it too (archivedTask).
 func (q *Queue) BotReplyUnlessHeld(ctx context.Context, messageID string) error {
+	_, err := q.botReplyUnlessHeld(ctx, messageID)
+	return err
+}
+
+// botReplyUnlessHeld is BotReplyUnlessHeld, saying also whether the message's own task is archived
+// (the sweep names those), from the one read of that task's state.
+func (q *Queue) botReplyUnlessHeld(ctx context.Context, messageID string) (archived bool, err error) {
 	own := botReplyTaskID(messageID)
 	if state, err := q.taskState(QueueDefault, own); err != nil || held(state) || state == asynq.TaskStateArchived {
-		return err
+		return state == asynq.TaskStateArchived, err
 	}
 	// A batch an api of the earlier release queued is marked under the marker's old name only.
 	if legacy, err := q.rdb.Get(ctx, legacyBotBatchKey(messageID)).Result(); err == nil {
 		if busy, err := q.inProgress(legacy); busy || err != nil {
-			return err
+			return false, err
 		}
 	} else if !errors.Is(err, redis.Nil) {
-		return err
+		return false, err
 	}
 	finished := ""
 	for range 3 {
 		res, err := claimScript.Run(ctx, q.rdb, []string{botBatchKey(messageID)}, own, botMarkerTTL.Milliseconds(), finished).Result()
 		if err != nil {
-			return fmt.Errorf("claim bot reply %s: %w", messageID, err)
+			return false, fmt.Errorf("claim bot reply %s: %w", messageID, err)
 		}
 		holder, taken := res.(string)
 		if !taken {
-			return q.BotReply(ctx, messageID)
+			return false, q.BotReply(ctx, messageID)
 		}
 		if busy, err := q.inProgress(holder); busy || err != nil {
-			return err
+			return false, err
 		}
 		finished = holder // gone (done, or archived): take the message over, unless it changed meanwhile
 	}
-	return fmt.Errorf("claim bot reply %s: its owner kept changing", messageID)
+	return false, fmt.Errorf("claim bot reply %s: its owner kept changing", messageID)
 }
 
 // ownScript answers, for each marker, 1 when the batch ARGV[1] owns the message: the marker names

@@ -32,15 +32,12 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 	// Owed work whose task asynq archived is left to an operator (archivedTask), and named below.
 	var archived []string
 	for _, id := range due.BotReplies {
-		if a, err := h.Queue.archivedTask(QueueDefault, botReplyTaskID(id)); err != nil || a {
-			if err != nil {
-				return err
-			}
-			archived = append(archived, botReplyTaskID(id))
-			continue
-		}
-		if err := h.Queue.BotReplyUnlessHeld(ctx, id); err != nil {
+		a, err := h.Queue.botReplyUnlessHeld(ctx, id)
+		if err != nil {
 			return err
+		}
+		if a {
+			archived = append(archived, botReplyTaskID(id))
 		}
 	}
 	for _, d := range due.Deliveries {
