@@ -82,10 +82,11 @@
 // campaignSendsByStatus, deliveries, badSignatures, undelivered, otherDeliveries, waitSeconds (see
 // fillReport in fill.go). With pids: peakRssMB (sum of each process's VmHWM from
 // /proc/<pid>/status at the end), sampledPeakRssMB (largest sum of VmRSS seen, sampled every 200 ms)
-// and rssProcesses, in MiB (the kernel's kB / 1024). Incoming mode, with any pid: cpuSeconds and
-// cpuMsPerMessage (per accepted message) of the api, worker, postgres and redis processes given and of
-// the tool itself, from the start of the load to the end of the run (cpu.go). VmHWM is the peak since the process started (or
+// and rssProcesses, in MiB (the kernel's kB / 1024). VmHWM is the peak since the process started (or
 // since --reset-peak-rss), so a second run against the same process may report the first run's peak.
+// Incoming mode, with any pid: cpuSeconds and cpuMsPerMessage (per accepted message) of the api,
+// worker, postgres and redis processes given and of the tool itself, from the start of the load to the
+// end of the run (cpu.go).
 // Latency summaries are {count, min, p50, p95, p99, max, mean} in ms: exact nearest-rank percentiles
 // over every sample. Each field's exact definition is the comment on it in incoming.go, campaign.go,
 // fill.go and rss.go.
