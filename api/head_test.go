@@ -41,6 +41,20 @@ func wireBytes(t *testing.T, srv *server, method, path string, headers ...string
 // only the raw bytes show a body. It reads until the headers end, then for a short while longer, and
 // returns the status, the headers and every byte that came after them. A HEAD response has no body
 // whatever its Content-Length or Transfer-Encoding say (RFC 9110, 9.3.2), so those bytes must be none.
+// counted makes a keyed request again (up to 3 tries in all) while it comes back without the rate
+// limit's headers: the api lets a request through uncounted, without them, when Redis does not answer
+// the limiter within 250 ms (rateLimiterTimeout; README, "Rate limits"), as happened once on a CI
+// machine running both test passes at once. A request that never gets them still fails the check.
+func counted(t *testing.T, keyed bool, request func() response) response {
+	t.Helper()
+	r := request()
+	for try := 1; keyed && try < 3 && r.Header.Get("X-RateLimit-Limit") == ""; try++ {
+		t.Logf("no rate-limit headers (the limiter did not answer in time?); trying again")
+		r = request()
+	}
+	return r
+}
+
 func headOnWire(t *testing.T, srv *server, path string, headers ...string) (int, http.Header, []byte) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(srv.URL, "http://"), 5*time.Second)
@@ -118,8 +132,8 @@ func TestHeadOnGetRoutes(t *testing.T) {
 	}
 	for _, tc := range paths {
 		t.Run(tc.path, func(t *testing.T) {
-			get := do(t, "GET", srv.URL+tc.path, key, nil)
-			head := do(t, "HEAD", srv.URL+tc.path, key, nil)
+			get := counted(t, tc.keyed, func() response { return do(t, "GET", srv.URL+tc.path, key, nil) })
+			head := counted(t, tc.keyed, func() response { return do(t, "HEAD", srv.URL+tc.path, key, nil) })
 			if head.Status != get.Status || get.Status != http.StatusOK {
 				t.Fatalf("HEAD %d, GET %d: %s", head.Status, get.Status, get.Body)
 			}
@@ -160,7 +174,13 @@ func TestHeadOnGetRoutes(t *testing.T) {
 	t.Run("an unknown id: 404", func(t *testing.T) {
 		for _, path := range []string{"/v1/contacts/ctc_unknown", "/v1/lists/lst_unknown"} {
 			expect(t, do(t, "HEAD", srv.URL+path, key, nil), http.StatusNotFound, "")
-			status, header, body := headOnWire(t, srv, path, "x-api-key: "+key)
+			var status int
+			var header http.Header
+			var body []byte
+			counted(t, true, func() response {
+				status, header, body = headOnWire(t, srv, path, "x-api-key: "+key)
+				return response{Status: status, Header: header}
+			})
 			if status != http.StatusNotFound || len(body) != 0 || header.Get("X-RateLimit-Limit") == "" {
 				t.Fatalf("%s: status %d, headers %v, %d bytes after the headers: %q", path, status, header, len(body), body)
 			}
