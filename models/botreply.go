@@ -40,11 +40,29 @@ func ChargesBotReply(payer *Account, costMilli int64) bool {
 
 // RecordBotReply stores reply (NewBotReply) with the outcome of its first delivery attempt, that
 // attempt, and its incoming message as answered, all at once: on PostgreSQL one statement, one round
-// trip and one commit. The reply is stored sent, or failed with out.NextAttemptAt (nil: for good) and
-// out.Error; reply's own Status, Attempts, Error, NextAttemptAt and SentAt are set to match. It is
-// idempotent: when the reply is stored already (a task that ran twice), nothing changes and stored is
-// false.
+// trip and one commit, shared with the replies recorded at the same moment (botreply_batch.go). The
+// reply is stored sent, or failed with out.NextAttemptAt (nil: for good) and out.Error; reply's own
+// Status, Attempts, Error, NextAttemptAt and SentAt are set to match. It is idempotent: when the reply
+// is stored already (a task that ran twice), nothing changes and stored is false.
 func (s *Store) RecordBotReply(ctx context.Context, reply *Message, out AttemptOutcome) (stored bool, err error) {
+	a := settleBotReply(reply, out)
+	if s.IsSQLite() {
+		stored, err = s.recordBotReplyTx(ctx, reply, a)
+	} else {
+		stored, err = s.records.do(ctx, recordItem{reply: reply, attempt: a})
+	}
+	if err != nil {
+		return false, fmt.Errorf("record bot reply: %w", err)
+	}
+	if stored {
+		s.emit(ctx, reply.AccountID, EventMessageCreated, reply)
+	}
+	return stored, nil
+}
+
+// settleBotReply sets reply's outcome fields to what its first attempt, out, ended as, and returns that
+// attempt's record.
+func settleBotReply(reply *Message, out AttemptOutcome) *Attempt {
 	a := newAttempt(reply.ID, out)
 	reply.Attempts = 1
 	if out.Error == "" {
@@ -56,18 +74,7 @@ func (s *Store) RecordBotReply(ctx context.Context, reply *Message, out AttemptO
 		reply.Status, reply.SentAt, reply.Error, reply.NextAttemptAt = StatusFailed, nil, &out.Error, out.NextAttemptAt
 		reply.GivenUpAt = givenUp(out, a.At)
 	}
-	if s.IsSQLite() {
-		stored, err = s.recordBotReplyTx(ctx, reply, a)
-	} else {
-		stored, err = s.recordBotReplyPG(ctx, reply, a)
-	}
-	if err != nil {
-		return false, fmt.Errorf("record bot reply: %w", err)
-	}
-	if stored {
-		s.emit(ctx, reply.AccountID, EventMessageCreated, reply)
-	}
-	return stored, nil
+	return a
 }
 
 // recordBotReplySQL is RecordBotReply's statement (prepared, see prepared.go). The attempt is stored

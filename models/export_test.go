@@ -61,6 +61,23 @@ const IngestFlushersForTest = ingestFlushers
 // IngestQueuedForTest is how many messages wait in the ingest batcher's queue for a free flusher.
 func (s *Store) IngestQueuedForTest() int { return len(s.ingest.queue) }
 
+// RecordBatchForTest records the replies, each with its outcome, as one batch of RecordBotReply's
+// batcher (PostgreSQL): stored and errs by reply, and how many went in one statement.
+func (s *Store) RecordBatchForTest(replies []*Message, outs []AttemptOutcome) (stored []bool, errs []error, together int) {
+	batch := make([]*batchCall[recordItem, bool], len(replies))
+	for i, m := range replies {
+		batch[i] = &batchCall[recordItem, bool]{in: recordItem{reply: m, attempt: settleBotReply(m, outs[i])},
+			done: make(chan batchOutcome[bool], 1)}
+	}
+	together = s.flushRecords(batch)
+	stored, errs = make([]bool, len(batch)), make([]error, len(batch))
+	for i, call := range batch {
+		o := <-call.done
+		stored[i], errs[i] = o.out, o.err
+	}
+	return stored, errs, together
+}
+
 // BackfillFirstRepliesForTest runs the campaign first-reply migration's backfill.
 func BackfillFirstRepliesForTest(ctx context.Context, db *bun.DB) error {
 	return backfillFirstReplies(ctx, db)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -565,33 +564,10 @@ func (s *Store) ingestBatch(ctx context.Context, rows []ingestRow) ([]ingestResu
 	return res, nil
 }
 
-// ingestBatcher gathers the incoming messages of concurrent requests into batches (group commit). A
-// message that arrives while no batch is running is stored at once, alone (after a 1 ms wait for
-// company if a batch ended just before: Linger); messages that arrive while the flushers are busy wait
-// for the next free one and go together. So batching adds no delay when the service is idle and saves
-// round trips and WAL flushes when it is busy. Every request still waits for its own message's commit
-// before it answers.
-type ingestBatcher struct {
-	store *Store
-	queue chan *ingestCall
-	quit  chan struct{}
-	// stopped is closed once the flushers have ended and close has answered the queue: a call still
-	// queued then has nobody left to answer it.
-	stopped chan struct{}
-	wg      sync.WaitGroup
-	// linger lets a batch of a busy api wait a moment for more messages (gather.go).
-	linger Linger
-}
-
-type ingestCall struct {
-	row  ingestRow
-	done chan ingestOutcome
-}
-
-type ingestOutcome struct {
-	res ingestResult
-	err error
-}
+// ingestBatcher stores the incoming messages of concurrent requests in batches (batcher.go): one
+// transaction, one round trip and one commit for the messages that arrive together. Every request
+// still waits for its own message's commit before it answers.
+type ingestBatcher = batcher[ingestRow, ingestResult]
 
 const (
 	ingestFlushers     = 4  // batches in flight at once
@@ -600,11 +576,7 @@ const (
 )
 
 func newIngestBatcher(s *Store) *ingestBatcher {
-	b := &ingestBatcher{store: s, queue: make(chan *ingestCall, 4*ingestMaxBatch), quit: make(chan struct{}), stopped: make(chan struct{})}
-	for range ingestFlushers {
-		b.wg.Go(func() { GroupCommit(b.queue, b.quit, ingestMaxBatch, &b.linger, b.flush) })
-	}
-	return b
+	return newBatcher(ingestFlushers, ingestMaxBatch, errIngestClosed, s.flushIngest)
 }
 
 // errIngestClosed answers a message the batcher will not store because the store is closing (the
@@ -612,79 +584,27 @@ func newIngestBatcher(s *Store) *ingestBatcher {
 // the same messageSid, against a process that runs.
 var errIngestClosed = Errorf(CodeUnavailable, "the service is shutting down; retry with the same messageSid")
 
-// close stops the flushers. The calls still queued are answered at once with errIngestClosed (their
-// requests would otherwise wait for their deadline: no flusher takes them any more), while the batches
-// on their way end and answer their own calls; close returns when they have.
-func (b *ingestBatcher) close() {
-	close(b.quit)
-	b.answerQueued()
-	b.wg.Wait()
-	b.answerQueued() // calls that were being queued as the flushers ended
-	close(b.stopped)
-}
-
-// answerQueued answers the calls queued now with errIngestClosed. A call is taken from the queue once,
-// by a flusher (which stores it) or here, so each caller hears what became of its message.
-func (b *ingestBatcher) answerQueued() {
-	for _, call := range Gather(nil, b.queue, cap(b.queue)) {
-		call.done <- ingestOutcome{err: errIngestClosed}
-	}
-}
-
-// ingest queues r and waits for its outcome, or for ctx to end.
-func (b *ingestBatcher) ingest(ctx context.Context, r ingestRow) (ingestResult, error) {
-	select {
-	case <-b.quit:
-		return ingestResult{}, errIngestClosed
-	default:
-	}
-	call := &ingestCall{row: r, done: make(chan ingestOutcome, 1)}
-	select {
-	case b.queue <- call:
-	case <-ctx.Done():
-		return ingestResult{}, ctx.Err()
-	case <-b.quit:
-		return ingestResult{}, errIngestClosed
-	}
-	select {
-	case out := <-call.done:
-		return out.res, out.err
-	case <-ctx.Done():
-		// The batch may still commit the message; the client's retry with the same messageSid finds it.
-		return ingestResult{}, ctx.Err()
-	case <-b.stopped:
-		// Queued as close ended: the answer is here already, or nobody is left to give one.
-		select {
-		case out := <-call.done:
-			return out.res, out.err
-		default:
-			return ingestResult{}, errIngestClosed
-		}
-	}
-}
-
-// flush stores a batch. When the batch as a whole fails (a deadlock between two batches creating the
-// same new senders in opposite order, say), each message is stored by itself, so one message's failure
-// is never another's.
-func (b *ingestBatcher) flush(batch []*ingestCall) {
+// flushIngest stores a batch. When the batch as a whole fails (a deadlock between two batches creating
+// the same new senders in opposite order, say), each message is stored by itself, so one message's
+// failure is never another's.
+func (s *Store) flushIngest(batch []*batchCall[ingestRow, ingestResult]) {
 	ctx, cancel := context.WithTimeout(context.Background(), ingestBatchTimeout)
 	defer cancel()
 	if len(batch) > 1 {
 		rows := make([]ingestRow, len(batch))
 		for i, call := range batch {
-			rows[i] = call.row
+			rows[i] = call.in
 		}
-		res, err := b.store.ingestBatch(ctx, rows)
+		res, err := s.ingestBatch(ctx, rows)
 		if err == nil {
 			for i, call := range batch {
-				call.done <- ingestOutcome{res: res[i]}
+				call.answer(res[i], nil)
 			}
 			return
 		}
 	}
 	for _, call := range batch {
-		res, err := b.store.ingestOne(ctx, call.row)
-		call.done <- ingestOutcome{res: res, err: err}
+		call.answer(s.ingestOne(ctx, call.in))
 	}
 }
 
@@ -692,7 +612,7 @@ func (b *ingestBatcher) flush(batch []*ingestCall) {
 // m.ContactID, or returns the id of the first message with that messageSid and duplicate true;
 // reopened says that the message reopened its conversation.
 func (s *Store) ingestPostgres(ctx context.Context, m *Message, newContact *Contact) (firstID string, duplicate, reopened bool, err error) {
-	res, err := s.ingest.ingest(ctx, newIngestRow(m, newContact))
+	res, err := s.ingest.do(ctx, newIngestRow(m, newContact))
 	if err != nil {
 		return "", false, false, err
 	}

@@ -46,6 +46,8 @@ type Store struct {
 	db *bun.DB
 	// ingest batches incoming messages on PostgreSQL (nil on SQLite).
 	ingest *ingestBatcher
+	// records batches the bot replies' records on PostgreSQL (nil on SQLite).
+	records *recordBatcher
 	// keys caches API keys in Redis (see UseKeyCache); nil: every request asks the database.
 	keys *keyCache
 	// stmts are the prepared statements of hot queries (PostgreSQL only; see prepared.go).
@@ -99,6 +101,7 @@ func genericPlans(conf *pgdriver.Config) {
 func OpenPostgres(url string, poolSize int) (*Store, error) {
 	s := &Store{db: OpenPostgresDB(url, poolSize, 0)}
 	s.ingest = newIngestBatcher(s)
+	s.records = newRecordBatcher(s)
 	return s, nil
 }
 
@@ -145,6 +148,9 @@ func OpenSQLite(path string) (*Store, error) {
 func (s *Store) Close() error {
 	if s.ingest != nil {
 		s.ingest.close()
+	}
+	if s.records != nil {
+		s.records.close()
 	}
 	s.closeStatements()
 	return s.db.Close()

@@ -28,7 +28,9 @@ import (
 // after the other.
 //
 // Several rows of one table are locked in id order: a batch add to a list inserts its members, and
-// queues its campaign sends, with the contact ids sorted (AddToList). An insert that a unique key or
+// queues its campaign sends, with the contact ids sorted (AddToList); a batch of bot reply records
+// (botreply_batch.go) claims its replies and marks their incoming messages answered in the incoming
+// messages' id order. An insert that a unique key or
 // a foreign key makes wait counts as a lock of that row.
 //
 // Last, at the commit, where PostgreSQL's deferred triggers run once every statement of the transaction
