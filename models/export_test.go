@@ -78,6 +78,9 @@ func (s *Store) RecordBatchForTest(replies []*Message, outs []AttemptOutcome) (s
 	return stored, errs, together
 }
 
+// MessageForWorkSQLForTest is MessageForWork's prepared statement, with the message's id as $1.
+func (s *Store) MessageForWorkSQLForTest() string { return s.messageForWorkSQL() }
+
 // BackfillFirstRepliesForTest runs the campaign first-reply migration's backfill.
 func BackfillFirstRepliesForTest(ctx context.Context, db *bun.DB) error {
 	return backfillFirstReplies(ctx, db)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -136,17 +137,12 @@ func (s *Store) Message(ctx context.Context, id string) (*Message, error) {
 func (s *Store) MessageForWork(ctx context.Context, id string) (*Message, error) {
 	// Runs twice per answered message, so it is prepared (see prepared.go); the statement and the
 	// query bun scans with come from one builder, so their columns cannot drift apart.
-	query := func(m *Message) *bun.SelectQuery {
-		return s.db.NewSelect().Model(m).Relation("Contact").Relation("Account")
-	}
-	conn, err := s.preparedConnFor(ctx, "message_for_work", func() string {
-		return query(nil).Where("message.id = $1").String()
-	}, id)
+	conn, err := s.preparedConnFor(ctx, "message_for_work", s.messageForWorkSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("select message: %w", err)
 	}
 	m := new(Message)
-	err = query(m).Conn(conn).Where("message.id = ?", id).Scan(ctx)
+	err = s.messageForWork(m).Conn(conn).Where("message.id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("message")
 	}
@@ -154,6 +150,30 @@ func (s *Store) MessageForWork(ctx context.Context, id string) (*Message, error)
 		return nil, fmt.Errorf("select message: %w", err)
 	}
 	return m, nil
+}
+
+// messageForWork is MessageForWork's query, which bun scans with.
+func (s *Store) messageForWork(m *Message) *bun.SelectQuery {
+	return s.db.NewSelect().Model(m).Relation("Contact").Relation("Account")
+}
+
+// messageForWorkSQL is MessageForWork's prepared statement: its query with the message's id as $1, each
+// relation looked up by its primary key (LEFT JOIN LATERAL ... LIMIT 1) instead of bun's plain join, so
+// that the plan does not depend on the tables' sizes. A prepared statement keeps the generic plan made
+// when its connection first ran it (store.go, genericPlans), and on a new database the plain joins'
+// plan was a hash join over every contact and every account, kept as the tables grew (PostgreSQL does
+// not analyze a table before autovacuum does, and some servers run without it): 83 buffers and 2-3 ms
+// a read instead of about 10 (docs/performance.md, 2026-11-28). The columns, and so the rows bun
+// scans, are the query's own.
+func (s *Store) messageForWorkSQL() string {
+	text := s.messageForWork(nil).Where("message.id = $1").String()
+	for _, r := range []struct{ table, alias, key string }{{"contacts", "contact", "contact_id"}, {"accounts", "account", "account_id"}} {
+		join := fmt.Sprintf(`LEFT JOIN "%s" AS "%s" ON ("%s"."id" = "message"."%s")`, r.table, r.alias, r.alias, r.key)
+		probe := fmt.Sprintf(`LEFT JOIN LATERAL (SELECT * FROM "%s" WHERE "%s"."id" = "message"."%s" LIMIT 1) AS "%s" ON TRUE`,
+			r.table, r.table, r.key, r.alias)
+		text = strings.Replace(text, join, probe, 1)
+	}
+	return text
 }
 
 // MessagesForWork is MessageForWork for several messages in one query (a batch of bot replies), in the

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +94,49 @@ func derefString(p *string) string {
 		return "<nil>"
 	}
 	return *p
+}
+
+// MessageForWork's prepared statement looks up the message's contact and account by their primary
+// keys whatever the tables' sizes when its connection first runs it: on a new database (every table
+// empty and never analyzed), bun's plain joins were planned as a hash join over every contact and every
+// account, and the connection kept that plan as the tables grew.
+func TestMessageForWorkProbesByKeyOnANewDatabase(t *testing.T) {
+	if !env.Postgres() {
+		t.Skip("prepared statements are PostgreSQL's (SQLite runs bun's plain queries)")
+	}
+	ctx := context.Background()
+	store := env.FreshStore(t)
+	conn, err := store.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "PREPARE message_for_work_plan(text) AS "+store.MessageForWorkSQLForTest()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE message_for_work_plan('msg_x')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	text := strings.Join(plan, "\n")
+	for _, want := range []string{"Index Scan using contacts_pkey", "Index Scan using accounts_pkey"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the plan does not use %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "Hash") || strings.Contains(text, "Seq Scan") {
+		t.Errorf("the plan hashes or scans a table:\n%s", text)
+	}
 }
