@@ -122,7 +122,10 @@ type recordRow struct {
 // sizes of the moment and the ids as constants, unlike the prepared single statement: a join of a
 // batch with messages planned once, while the table was small, would stay a scan of every message
 // (the connections keep generic plans, store.go), and constants let the update reach only the
-// partitions that hold the incoming messages, in their index's order. Planning costs once per batch.
+// partitions that hold the incoming messages. Planning costs once per batch. The update locks the
+// incoming messages' rows first, sorted by id (the sub-select's ORDER BY ... FOR UPDATE): the order of
+// its own scan depends on its plan (a bitmap scan returns rows in their places on disk). Its first
+// condition keeps the partitions pruned; the sub-select alone was planned as a scan of every one.
 const recordBotRepliesSQL = `WITH x AS (
 	SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(n int, id text, account_id text, contact_id text,
 		campaign_id text, direction text, channel text, transport text, message_type text, body text, to_id text,
@@ -142,7 +145,8 @@ const recordBotRepliesSQL = `WITH x AS (
 	SELECT x.attempt_id, x.id, x.attempt_at, x.status_code, x.error, x.duration_ms
 	FROM x JOIN reply ON reply.id = x.id ORDER BY x.n
 ), answered AS (
-	UPDATE messages SET bot_status = ? WHERE id = ANY(?::text[])
+	UPDATE messages SET bot_status = ?
+	WHERE id = ANY(?::text[]) AND id IN (SELECT id FROM messages WHERE id = ANY(?::text[]) ORDER BY id FOR UPDATE)
 )
 SELECT id FROM reply`
 
@@ -164,7 +168,8 @@ func (s *Store) recordBotRepliesPG(ctx context.Context, batch []*batchCall[recor
 	if err != nil {
 		return nil, err
 	}
-	found, err := s.db.QueryContext(ctx, recordBotRepliesSQL, string(raw), BotDone, pgdialect.Array(incoming))
+	ids := pgdialect.Array(incoming)
+	found, err := s.db.QueryContext(ctx, recordBotRepliesSQL, string(raw), BotDone, ids, ids)
 	if err != nil {
 		return nil, fmt.Errorf("record bot replies: %w", err)
 	}
