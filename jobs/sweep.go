@@ -53,17 +53,19 @@ func (h *Handler) handleSweep(ctx context.Context, _ *asynq.Task) error {
 				continue
 			}
 		}
-		if held, err := h.Queue.heldByLegacy(legacy, deliverTaskID(d.MessageID, d.Round)); err != nil || held {
+		task := deliverTaskID(d.MessageID, d.Round)
+		if held, err := h.Queue.heldByLegacy(legacy, task); err != nil || held {
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		if a, err := h.Queue.archivedTask(QueueDeliveries, deliverTaskID(d.MessageID, d.Round)); err != nil || a {
-			if err != nil {
-				return err
-			}
-			archived = append(archived, deliverTaskID(d.MessageID, d.Round))
+		waits, err := h.Queue.archivedTask(QueueDeliveries, task)
+		if err != nil {
+			return err
+		}
+		if waits {
+			archived = append(archived, task)
 			continue
 		}
 		if err := h.Queue.Deliver(ctx, d.MessageID, d.Round); err != nil {

@@ -162,9 +162,9 @@ func (s *Store) messageForWork(m *Message) *bun.SelectQuery {
 // that the plan does not depend on the tables' sizes. A prepared statement keeps the generic plan made
 // when its connection first ran it (store.go, genericPlans), and on a new database the plain joins'
 // plan was a hash join over every contact and every account, kept as the tables grew (PostgreSQL does
-// not analyze a table before autovacuum does, and some servers run without it): 83 buffers and 2-3 ms
-// a read instead of about 10 (docs/performance.md, 2026-11-28). The columns, and so the rows bun
-// scans, are the query's own.
+// not analyze a table before autovacuum does, and some servers run without it): 122 buffers and 2.4 ms
+// a read in a closed loop, against 7 buffers with the lookups (docs/performance.md, second sitting of
+// 2026-11-28). The columns, and so the rows bun scans, are the query's own.
 func (s *Store) messageForWorkSQL() string {
 	text := s.messageForWork(nil).Where("message.id = $1").String()
 	for _, r := range []struct{ table, alias, key string }{{"contacts", "contact", "contact_id"}, {"accounts", "account", "account_id"}} {
