@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,11 +202,19 @@ func TestRepeatedMessageSidIsProcessedOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	ids := make([]string, n)
 	firsts := make([]bool, n)
+	var unavailable atomic.Int32
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			r := incoming(t, srv, key, "same-sid", "visitor-1", "hi there")
+			// A 503 (stored, not queued: a machine too loaded to queue the reply in time) asks the
+			// sender to retry with the same id, as an integration would. Its retry is a duplicate.
+			for try := 1; r.Status == http.StatusServiceUnavailable && try < 5; try++ {
+				unavailable.Add(1)
+				t.Logf("503, retrying: %s", r.Body)
+				r = incoming(t, srv, key, "same-sid", "visitor-1", "hi there")
+			}
 			if r.Status != http.StatusOK {
 				t.Errorf("status %d: %s", r.Status, r.Body)
 				return
@@ -225,15 +234,18 @@ func TestRepeatedMessageSidIsProcessedOnce(t *testing.T) {
 			first++
 		}
 	}
-	if first != 1 {
+	// One request stored the message and says so, unless its answer was a 503 (then its retry, and
+	// every other request, is a duplicate).
+	if first > 1 || first == 0 && unavailable.Load() == 0 {
 		t.Fatalf("%d responses were not marked duplicate, want 1", first)
 	}
-	count, err := env.Store.DB().NewSelect().TableExpr("messages").Where("external_id = ?", "same-sid").Count(context.Background())
+	accountID := mustAccountID(t, key)
+	count, err := env.Store.DB().NewSelect().TableExpr("messages").Where("account_id = ? AND external_id = ?", accountID, "same-sid").Count(context.Background())
 	if err != nil || count != 1 {
 		t.Fatalf("%d messages stored (err %v)", count, err)
 	}
 	waitFor(t, 10*time.Second, "one reply", func() bool { return len(hook.deliveries()) >= 1 })
-	waitDrained(t, mustAccountID(t, key), retryHorizon) // a second reply, if one were coming, would still be in a task
+	waitDrained(t, accountID, retryHorizon) // a second reply, if one were coming, would still be in a task
 	if got := len(hook.deliveries()); got != 1 {
 		t.Fatalf("%d replies delivered, want 1", got)
 	}
@@ -308,7 +320,7 @@ func TestFromIDMapsToOneContact(t *testing.T) {
 				t.Fatalf("message %d went to contact %q, message 0 to %q", i, contacts[i], contacts[0])
 			}
 		}
-		n, err := env.Store.DB().NewSelect().TableExpr("contact_identities").Where("external_id = ?", "carol").Count(context.Background())
+		n, err := env.Store.DB().NewSelect().TableExpr("contact_identities").Where("account_id = ? AND external_id = ?", mustAccountID(t, key), "carol").Count(context.Background())
 		if err != nil || n != 1 {
 			t.Fatalf("%d identities (err %v)", n, err)
 		}

@@ -21,7 +21,7 @@ import (
 // that the enqueues behind it wait for the batcher together.
 type holdFirstScript struct {
 	once    sync.Once
-	release chan struct{}
+	release *gate
 }
 
 func (h *holdFirstScript) DialHook(next redis.DialHook) redis.DialHook          { return next }
@@ -29,10 +29,27 @@ func (h *holdFirstScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook 
 func (h *holdFirstScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if len(cmds) > 1 && isScriptCall(cmds[0]) {
-			h.once.Do(func() { <-h.release })
+			h.once.Do(func() { <-h.release.ch })
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// gate holds the hooks above until opened. A test opens it when its enqueues are waiting; its cleanup
+// opens it too, before batchQueue's (cleanups run last first), so a test that fails while the batcher's
+// flusher is held ends instead of waiting in Queue.Close for that flusher forever.
+type gate struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+
+// openAtCleanup is a closed gate opened at the latest by t's cleanup. Call it after batchQueue.
+func openAtCleanup(t *testing.T) *gate {
+	g := &gate{ch: make(chan struct{})}
+	t.Cleanup(g.open)
+	return g
 }
 
 func batchQueue(t *testing.T) (*Queue, *miniredis.Miniredis) {
@@ -58,7 +75,7 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	if _, err := q.BotReplyAndSet(ctx, "msg_warm", tk("warm"), "msg_warm", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	hold := &holdFirstScript{release: make(chan struct{})}
+	hold := &holdFirstScript{release: openAtCleanup(t)}
 	q.rdb.AddHook(hold)
 
 	const n = 12
@@ -79,7 +96,7 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 		}
 	}
 	wg.Go(func() { enqueue(0) }) // its enqueue is held on its way
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a bound for a loaded machine, not a measure
 	for len(q.bots.calls) != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond) // until the flusher has taken it
 	}
@@ -93,7 +110,7 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 	if got := len(q.bots.calls); got != n-1 {
 		t.Fatalf("%d enqueues waiting, want %d", got, n-1)
 	}
-	close(hold.release)
+	hold.release.open()
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
@@ -239,7 +256,7 @@ func TestBotReplyAfterCloseAnswersAtOnce(t *testing.T) {
 // holdScripts is a pipeline hook that holds every script pipeline (an enqueue with its piggyback) until
 // released, and says when each has gone on to Redis, or failed to.
 type holdScripts struct {
-	release chan struct{}
+	release *gate
 	passed  chan error
 }
 
@@ -250,7 +267,7 @@ func (h *holdScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		if len(cmds) < 2 || !isScriptCall(cmds[0]) {
 			return next(ctx, cmds)
 		}
-		<-h.release
+		<-h.release.ch
 		err := next(ctx, cmds)
 		h.passed <- err
 		return err
@@ -267,7 +284,7 @@ func TestAnEnqueueItsCallerGaveUpOnIsNotMadeLater(t *testing.T) {
 	if _, err := q.BotReplyAndSet(ctx, "msg_warm", tk("warm"), "msg_warm", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	hold := &holdScripts{release: make(chan struct{}), passed: make(chan error, 1)}
+	hold := &holdScripts{release: openAtCleanup(t), passed: make(chan error, 1)}
 	q.rdb.AddHook(hold)
 
 	deadline := time.Now().Add(100 * time.Millisecond)
@@ -279,7 +296,7 @@ func TestAnEnqueueItsCallerGaveUpOnIsNotMadeLater(t *testing.T) {
 	// Redis answers again, a moment after the caller's deadline: a context's deadline is noticed by a
 	// timer of its own, which a loaded machine (or the race detector) can run a little late.
 	time.Sleep(time.Until(deadline.Add(100 * time.Millisecond)))
-	close(hold.release)
+	hold.release.open()
 	if err := <-hold.passed; err == nil {
 		t.Fatal("the enqueue went to Redis after its caller had given up")
 	}
