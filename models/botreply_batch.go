@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/migrate"
 )
 
 // On PostgreSQL the bot replies that workers record at the same moment (RecordBotReply) are stored
@@ -89,7 +90,7 @@ func splitRepeatedReplies(batch []*batchCall[recordItem, bool]) (together, alone
 	return together, alone
 }
 
-// recordRow is one reply and its attempt as recordBotRepliesSQL reads them.
+// recordRow is one reply and its attempt as record_bot_replies reads them.
 type recordRow struct {
 	N                 int        `json:"n"`
 	ID                string     `json:"id"`
@@ -117,38 +118,59 @@ type recordRow struct {
 	DurationMS        int64      `json:"duration_ms"`
 }
 
-// recordBotRepliesSQL is recordBotReplySQL for a batch: ? is the replies (recordRow, as JSON), the
-// incoming messages' ids (a text array) and BotDone. It is planned on each run, with the tables'
-// sizes of the moment and the ids as constants, unlike the prepared single statement: a join of a
-// batch with messages planned once, while the table was small, would stay a scan of every message
-// (the connections keep generic plans, store.go), and constants let the update reach only the
-// partitions that hold the incoming messages. Planning costs once per batch. The update locks the
-// incoming messages' rows first, sorted by id (the sub-select's ORDER BY ... FOR UPDATE): the order of
-// its own scan depends on its plan (a bitmap scan returns rows in their places on disk). Its first
-// condition keeps the partitions pruned; the sub-select alone was planned as a scan of every one.
-const recordBotRepliesSQL = `WITH x AS (
-	SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(n int, id text, account_id text, contact_id text,
-		campaign_id text, direction text, channel text, transport text, message_type text, body text, to_id text,
-		author text, status text, reply_to_id text, created_at timestamptz, error text, next_attempt_at timestamptz,
-		sent_at timestamptz, provider_message_id text, given_up_at timestamptz, attempt_id text,
-		attempt_at timestamptz, status_code int, duration_ms int)
-), reply AS (
-	INSERT INTO messages (id, account_id, contact_id, campaign_id, direction, channel, transport, message_type,
-		body, to_id, author, status, reply_to_id, created_at, attempts, error, next_attempt_at, sent_at,
-		provider_message_id, given_up_at)
-	SELECT id, account_id, contact_id, campaign_id, direction, channel, transport, message_type, body, to_id,
-		author, status, reply_to_id, created_at, 1, error, next_attempt_at, sent_at, provider_message_id, given_up_at
-	FROM x ORDER BY x.n
-	ON CONFLICT DO NOTHING RETURNING id
-), attempt AS (
-	INSERT INTO message_attempts (id, message_id, at, status_code, error, duration_ms)
-	SELECT x.attempt_id, x.id, x.attempt_at, x.status_code, x.error, x.duration_ms
-	FROM x JOIN reply ON reply.id = x.id ORDER BY x.n
-), answered AS (
-	UPDATE messages SET bot_status = ?
-	WHERE id = ANY(?::text[]) AND id IN (SELECT id FROM messages WHERE id = ANY(?::text[]) ORDER BY id FOR UPDATE)
-)
-SELECT id FROM reply`
+// recordBotRepliesFunctionSQL is record_bot_replies, recordBotReplySQL for a batch: p_rows is the
+// replies (recordRow, as JSON), p_done BotDone, p_incoming the incoming messages' ids (a JSON array).
+// It returns the ids of the replies that were new.
+//
+// It is a function, run through a prepared statement, so that nothing in it is planned per batch:
+// planned on each run, the batch's update of the incoming messages (a partitioned table with a dozen
+// partial indexes to prove against) cost 1.5-2.4 ms of planning per batch, more than the batch's
+// writes (docs/performance.md, 2026-11-28, third sitting). Each statement in it keeps a plan that does
+// not depend on the tables' sizes when it was made (the connections keep generic plans, store.go): the
+// inserts read only their JSON, and each incoming message is updated alone, through its primary key.
+// The replies and attempts are written first, then the incoming messages are locked and marked in id
+// order (models/tx.go).
+const recordBotRepliesFunctionSQL = `CREATE OR REPLACE FUNCTION record_bot_replies(p_rows jsonb, p_done text, p_incoming jsonb)
+RETURNS SETOF text LANGUAGE plpgsql AS $fn$
+DECLARE
+	v_stored text[];
+	v_id text;
+BEGIN
+	WITH x AS (
+		SELECT * FROM jsonb_to_recordset(p_rows) AS x(n int, id text, account_id text, contact_id text,
+			campaign_id text, direction text, channel text, transport text, message_type text, body text, to_id text,
+			author text, status text, reply_to_id text, created_at timestamptz, error text, next_attempt_at timestamptz,
+			sent_at timestamptz, provider_message_id text, given_up_at timestamptz, attempt_id text,
+			attempt_at timestamptz, status_code int, duration_ms int)
+	), reply AS (
+		INSERT INTO messages (id, account_id, contact_id, campaign_id, direction, channel, transport, message_type,
+			body, to_id, author, status, reply_to_id, created_at, attempts, error, next_attempt_at, sent_at,
+			provider_message_id, given_up_at)
+		SELECT id, account_id, contact_id, campaign_id, direction, channel, transport, message_type, body, to_id,
+			author, status, reply_to_id, created_at, 1, error, next_attempt_at, sent_at, provider_message_id, given_up_at
+		FROM x ORDER BY x.n
+		ON CONFLICT DO NOTHING RETURNING id
+	), attempt AS (
+		INSERT INTO message_attempts (id, message_id, at, status_code, error, duration_ms)
+		SELECT x.attempt_id, x.id, x.attempt_at, x.status_code, x.error, x.duration_ms
+		FROM x JOIN reply ON reply.id = x.id ORDER BY x.n
+	)
+	SELECT array_agg(reply.id) INTO v_stored FROM reply;
+	FOR v_id IN SELECT DISTINCT i FROM jsonb_array_elements_text(p_incoming) AS i ORDER BY i LOOP
+		UPDATE messages SET bot_status = p_done WHERE id = v_id;
+	END LOOP;
+	RETURN QUERY SELECT unnest(v_stored);
+END
+$fn$`
+
+// recordBotRepliesMigration installs record_bot_replies (recordBotRepliesFunctionSQL).
+func recordBotRepliesMigration(db *bun.DB) migrate.Migration {
+	return migrate.Migration{
+		Name: "20261208100001", Comment: "record_bot_replies",
+		Up:   postgresOnly(db, recordBotRepliesFunctionSQL),
+		Down: postgresOnly(db, `DROP FUNCTION IF EXISTS record_bot_replies(jsonb, text, jsonb)`),
+	}
+}
 
 // recordBotRepliesPG writes the batch (sorted by splitRepeatedReplies) in one statement and says, by
 // reply id, which replies were new.
@@ -168,8 +190,17 @@ func (s *Store) recordBotRepliesPG(ctx context.Context, batch []*batchCall[recor
 	if err != nil {
 		return nil, err
 	}
-	ids := pgdialect.Array(incoming)
-	found, err := s.db.QueryContext(ctx, recordBotRepliesSQL, string(raw), BotDone, ids, ids)
+	ids, err := json.Marshal(incoming)
+	if err != nil {
+		return nil, err
+	}
+	stmt, err := s.prepared(ctx, "record_bot_replies", func() string {
+		return "SELECT record_bot_replies($1::jsonb, $2, $3::jsonb)"
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record bot replies: %w", err)
+	}
+	found, err := stmt.QueryContext(ctx, string(raw), BotDone, string(ids))
 	if err != nil {
 		return nil, fmt.Errorf("record bot replies: %w", err)
 	}

@@ -148,7 +148,7 @@ func TestRecordBotReplyConcurrentlyStoresOne(t *testing.T) {
 }
 
 // MessagesForWork reads a batch's messages in one query, each with its contact and account, in the
-// order of their ids; an id that names no message is left out.
+// order of their ids; an id that names no message is left out, and an id asked twice is read once.
 func TestMessagesForWorkReadsABatch(t *testing.T) {
 	ctx := context.Background()
 	acc := newAccount(t)
@@ -158,7 +158,7 @@ func TestMessagesForWorkReadsABatch(t *testing.T) {
 		m := csIncoming(t, env.Store, id, csFrom(fmt.Sprint("mfw-", i)), "chat", fmt.Sprint("hello ", i))
 		ids = append(ids, m.ID)
 	}
-	asked := []string{ids[2], "msg_00000000000000000000000000", ids[0], `msg_"quoted\`, ids[1]}
+	asked := []string{ids[2], "msg_00000000000000000000000000", ids[0], `msg_"quoted\`, ids[1], ids[0]}
 	for range 2 { // the second time on PostgreSQL runs the prepared statement
 		got, err := env.Store.MessagesForWork(ctx, asked)
 		if err != nil {

@@ -113,3 +113,6 @@ func PartitionNameForTest(table string, month time.Time) string { return partiti
 
 // NewIDAtForTest is newIDAt: a new id with prefix made at t.
 func NewIDAtForTest(prefix string, t time.Time) string { return newIDAt(prefix, t) }
+
+// MessagesForWorkSQLForTest is MessagesForWork's prepared statement, with the ids as $1.
+func (s *Store) MessagesForWorkSQLForTest() string { return s.messagesForWorkSQL() }

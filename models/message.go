@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -166,7 +167,12 @@ func (s *Store) messageForWork(m *Message) *bun.SelectQuery {
 // a read in a closed loop, against 7 buffers with the lookups (docs/performance.md, second sitting of
 // 2026-11-28). The columns, and so the rows bun scans, are the query's own.
 func (s *Store) messageForWorkSQL() string {
-	text := s.messageForWork(nil).Where("message.id = $1").String()
+	return probeRelations(s.messageForWork(nil).Where("message.id = $1").String())
+}
+
+// probeRelations rewrites bun's joins of a message's contact and account in text into primary-key
+// lookups (see messageForWorkSQL).
+func probeRelations(text string) string {
 	for _, r := range []struct{ table, alias, key string }{{"contacts", "contact", "contact_id"}, {"accounts", "account", "account_id"}} {
 		join := fmt.Sprintf(`LEFT JOIN "%s" AS "%s" ON ("%s"."id" = "message"."%s")`, r.table, r.alias, r.alias, r.key)
 		probe := fmt.Sprintf(`LEFT JOIN LATERAL (SELECT * FROM "%s" WHERE "%s"."id" = "message"."%s" LIMIT 1) AS "%s" ON TRUE`,
@@ -179,19 +185,38 @@ func (s *Store) messageForWorkSQL() string {
 // MessagesForWork is MessageForWork for several messages in one query (a batch of bot replies), in the
 // order of their ids; a message that no longer exists is left out.
 func (s *Store) MessagesForWork(ctx context.Context, ids []string) ([]*Message, error) {
+	// Prepared, as MessageForWork is, with the ids as one array: unprepared, each batch was parsed and
+	// planned anew, about 1 ms of PostgreSQL's CPU for a read that then ran in 0.3 ms (a fifth of its
+	// planning time at a steady 520 messages/s; docs/performance.md, 2026-11-28, third sitting).
+	asked, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("select messages: %w", err)
+	}
+	conn, err := s.preparedConnFor(ctx, "messages_for_work", s.messagesForWorkSQL, string(asked))
+	if err != nil {
+		return nil, fmt.Errorf("select messages: %w", err)
+	}
 	var msgs []*Message
-	// Not prepared, unlike MessageForWork: planned on each run, with its ids and the tables' sizes of
-	// the moment. The connections keep generic plans (store.go, genericPlans), and a generic plan of
-	// this join made while the tables were small (a new database, the first batch) stayed with its
-	// connection as they grew: hash joins over every contact, 10-18 ms a batch at 10,000 contacts
-	// instead of under 1, and a sixth fewer replies/s in compare.sh's closed loop. Its planning is
-	// paid once per batch, not per message.
-	err := s.db.NewSelect().Model(&msgs).Relation("Contact").Relation("Account").
-		Where("message.id IN (?)", bun.In(ids)).Order("message.id").Scan(ctx)
+	err = s.messagesForWork(&msgs).Conn(conn).Where("message.id IN (?)", bun.In(ids)).Order("message.id").Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("select messages: %w", err)
 	}
 	return msgs, nil
+}
+
+// messagesForWork is MessagesForWork's query, which bun scans with.
+func (s *Store) messagesForWork(msgs *[]*Message) *bun.SelectQuery {
+	return s.db.NewSelect().Model(msgs).Relation("Contact").Relation("Account")
+}
+
+// messagesForWorkSQL is MessagesForWork's prepared statement, with the ids as the JSON array $1. Each
+// message, and its contact and account, is looked up by its primary key, whatever the tables' sizes
+// when the statement's generic plan was made (see messageForWorkSQL); an id given twice is read once.
+func (s *Store) messagesForWorkSQL() string {
+	text := probeRelations(s.messagesForWork(new([]*Message)).Order("message.id").String())
+	return strings.Replace(text, `FROM "messages" AS "message"`,
+		`FROM (SELECT DISTINCT jsonb_array_elements_text($1::jsonb) AS id) AS wanted `+
+			`CROSS JOIN LATERAL (SELECT * FROM "messages" WHERE "messages"."id" = wanted.id LIMIT 1) AS "message"`, 1)
 }
 
 func oneMessage(ctx context.Context, q *bun.SelectQuery) (*Message, error) {

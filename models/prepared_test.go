@@ -104,8 +104,33 @@ func TestMessageForWorkProbesByKeyOnANewDatabase(t *testing.T) {
 	if !env.Postgres() {
 		t.Skip("prepared statements are PostgreSQL's (SQLite runs bun's plain queries)")
 	}
-	ctx := context.Background()
 	store := env.FreshStore(t)
+	for _, tc := range []struct {
+		name, params, text, execute string
+		want                        []string
+	}{
+		// (The message itself is found by its partition's key: its id prunes the others.)
+		{"MessageForWork", "text", store.MessageForWorkSQLForTest(), "'msg_x'", nil},
+		{"MessagesForWork", "jsonb", store.MessagesForWorkSQLForTest(), `'["msg_x", "msg_y"]'`, []string{"Index Scan using messages_legacy_pkey"}},
+	} {
+		text := genericPlan(t, store, tc.params, tc.text, tc.execute)
+		for _, want := range append(tc.want, "Index Scan using contacts_pkey", "Index Scan using accounts_pkey") {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: the plan does not use %q:\n%s", tc.name, want, text)
+			}
+		}
+		if strings.Contains(text, "Hash Join") || strings.Contains(text, "Seq Scan") {
+			t.Errorf("%s: the plan hashes or scans a table:\n%s", tc.name, text)
+		}
+	}
+}
+
+// genericPlan prepares text, whose parameters are of the types params, on a connection of store that
+// keeps generic plans (as the Store's own do), and returns the plan of its execution with the
+// arguments execute.
+func genericPlan(t *testing.T, store *models.Store, params, text, execute string) string {
+	t.Helper()
+	ctx := context.Background()
 	conn, err := store.DB().Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -114,10 +139,11 @@ func TestMessageForWorkProbesByKeyOnANewDatabase(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.ExecContext(ctx, "PREPARE message_for_work_plan(text) AS "+store.MessageForWorkSQLForTest()); err != nil {
+	if _, err := conn.ExecContext(ctx, "PREPARE plan_under_test("+params+") AS "+text); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE message_for_work_plan('msg_x')")
+	defer conn.ExecContext(ctx, "DEALLOCATE plan_under_test")
+	rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE plan_under_test("+execute+")")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +156,8 @@ func TestMessageForWorkProbesByKeyOnANewDatabase(t *testing.T) {
 		}
 		plan = append(plan, line)
 	}
-	text := strings.Join(plan, "\n")
-	for _, want := range []string{"Index Scan using contacts_pkey", "Index Scan using accounts_pkey"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the plan does not use %q:\n%s", want, text)
-		}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
-	if strings.Contains(text, "Hash") || strings.Contains(text, "Seq Scan") {
-		t.Errorf("the plan hashes or scans a table:\n%s", text)
-	}
+	return strings.Join(plan, "\n")
 }

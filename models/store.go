@@ -217,6 +217,7 @@ func (s *Store) migrate(ctx context.Context, before string) error {
 	all.Add(campaignFirstReplyMigration(s.db))
 	all.Add(batchKeepsMigration(s.db))
 	all.Add(replyLocksContactFirstMigration(s.db))
+	all.Add(recordBotRepliesMigration(s.db))
 	migrations := all
 	if before != "" {
 		migrations = migrate.NewMigrations()
