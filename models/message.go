@@ -185,9 +185,9 @@ func probeRelations(text string) string {
 // MessagesForWork is MessageForWork for several messages in one query (a batch of bot replies), in the
 // order of their ids; a message that no longer exists is left out.
 func (s *Store) MessagesForWork(ctx context.Context, ids []string) ([]*Message, error) {
-	// Prepared, as MessageForWork is, with the ids as one array: unprepared, each batch was parsed and
-	// planned anew, about 1 ms of PostgreSQL's CPU for a read that then ran in 0.3 ms (a fifth of its
-	// planning time at a steady 520 messages/s; docs/performance.md, 2026-11-28, third sitting).
+	// Prepared, as MessageForWork is, with the ids as one JSON array: unprepared, each batch was parsed
+	// and planned anew, 0.9-2.0 ms of PostgreSQL's CPU for a read that then ran in 0.3 ms, about 1.1 s of
+	// a steady run's 9 s (docs/performance.md, 2026-11-28, third sitting).
 	asked, err := json.Marshal(ids)
 	if err != nil {
 		return nil, fmt.Errorf("select messages: %w", err)
