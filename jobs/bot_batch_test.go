@@ -95,8 +95,9 @@ func TestConcurrentBotRepliesShareOneTask(t *testing.T) {
 			errs[i] = setErr
 		}
 	}
-	wg.Go(func() { enqueue(0) })            // its enqueue is held on its way
-	deadline := time.Now().Add(time.Minute) // a bound for a loaded machine, not a measure
+	wg.Go(func() { enqueue(0) }) // its enqueue is held on its way
+	// A bound for a loaded machine, not a measure.
+	deadline := time.Now().Add(time.Minute)
 	for len(q.bots.calls) != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond) // until the flusher has taken it
 	}
