@@ -182,7 +182,14 @@ func TestTeamReplyAuthor(t *testing.T) {
 		t.Fatalf("webhook %v", payload)
 	}
 	checkWebhookPayload(t, "ReplyWebhookPayload", a.hook.deliveries()[1].Body)
-	if bot := do(t, "GET", srv.URL+"/v1/contacts/"+a.contactID+"/messages", a.key, nil).JSON(t)["data"].([]any)[1].(map[string]any); bot["author"] != nil || bot["authorType"] != "bot" {
+	// The offline bot's reply goes out before it is stored (jobs.Handler.sendsBeforeStoring): nothing
+	// above waited for its record, so the conversation may still lack it for a moment.
+	var conv []any
+	waitFor(t, 10*time.Second, "the bot's reply stored", func() bool {
+		conv = do(t, "GET", srv.URL+"/v1/contacts/"+a.contactID+"/messages", a.key, nil).JSON(t)["data"].([]any)
+		return len(conv) >= 3
+	})
+	if bot := conv[1].(map[string]any); bot["author"] != nil || bot["authorType"] != "bot" {
 		t.Fatalf("bot reply %v", bot)
 	}
 }
