@@ -64,7 +64,7 @@ func newChecksBatcher(rdb redis.UniversalClient) *checksBatcher {
 func (b *checksBatcher) run(ctx context.Context, keys []string, dedupe string, args ...any) checksAnswer {
 	b.once.Do(func() {
 		for range checksFlushers {
-			b.wg.Go(func() { models.GroupCommit(b.calls, b.quit, checksMax, nil, b.flush) })
+			b.wg.Go(func() { models.GroupCommit("checks", b.calls, b.quit, checksMax, nil, b.flush) })
 		}
 	})
 	select {

@@ -51,6 +51,12 @@ func TestMetrics(t *testing.T) {
 		delivered  = `funnelchat_deliveries_total{outcome="sent",transport="custom"}`
 		// A read a replica may serve, on the primary in a process without one.
 		routedRead = `funnelchat_replica_routed_reads_total{read="conversations",target="primary"}`
+		// The group commits' batches: every keyed request's Redis check, the incoming message's bot
+		// reply enqueue; on PostgreSQL also its ingest and the reply's record.
+		checkBatches   = `funnelchat_batch_size_count{batch="checks"}`
+		enqueueBatches = `funnelchat_batch_size_count{batch="bot_enqueue"}`
+		ingestBatches  = `funnelchat_batch_size_count{batch="ingest"}`
+		recordBatches  = `funnelchat_batch_size_count{batch="bot_record"}`
 	)
 	// Scrapers run inside the network: /metrics answers over plain HTTP even when HTTPS is required.
 	before, _ := scrapeMetrics(t, srv)
@@ -83,6 +89,8 @@ func TestMetrics(t *testing.T) {
 		{botReplies, 1, true},
 		{delivered, 1, true},
 		{routedRead, 1, true},
+		{checkBatches, 1, true},
+		{enqueueBatches, 1, true},
 	} {
 		if _, ok := after[want.series]; !ok {
 			t.Errorf("/metrics lacks %s", want.series)
@@ -92,6 +100,17 @@ func TestMetrics(t *testing.T) {
 		if got != want.delta && (!want.atLeast || got < want.delta) {
 			t.Errorf("%s went from %v to %v: +%v, want +%v", want.series, before[want.series], after[want.series], got, want.delta)
 		}
+	}
+	if env.Postgres() {
+		for _, series := range []string{ingestBatches, recordBatches} {
+			if after[series]-before[series] < 1 {
+				t.Errorf("%s went from %v to %v, want at least +1", series, before[series], after[series])
+			}
+		}
+	}
+	// A batch holds at least one item: nothing is flushed empty.
+	if n := after[`funnelchat_batch_size_bucket{batch="checks",le="1"}`]; n > after[checkBatches] || after[`funnelchat_batch_size_sum{batch="checks"}`] < after[checkBatches] {
+		t.Errorf("checks batches: %v of one item, %v in all, %v items", n, after[checkBatches], after[`funnelchat_batch_size_sum{batch="checks"}`])
 	}
 	// Gauges the process reports as they are.
 	for _, want := range []string{`funnelchat_queue_tasks{queue="default",state="pending"}`, `go_goroutines`} {

@@ -115,7 +115,7 @@ func (b *botBatcher) flusher() {
 	// A busy flusher waits a moment for more (models.Linger): at a steady rate a few messages then share
 	// a task, instead of each paying asynq's enqueue, fetch and completion scripts and the worker's read.
 	var linger models.Linger
-	models.GroupCommit(b.calls, b.quit, botBatchMax, &linger, b.flush)
+	models.GroupCommit("bot_enqueue", b.calls, b.quit, botBatchMax, &linger, b.flush)
 	// Calls still queued get an answer: their requests answer 503 at once, not at their timeout.
 	for _, call := range models.Gather(nil, b.calls, cap(b.calls)) {
 		call.done <- botEnqueued{err: errQueueClosed}

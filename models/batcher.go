@@ -42,12 +42,12 @@ func (c *batchCall[In, Out]) answer(out Out, err error) {
 }
 
 // newBatcher starts flushers goroutines that hand batches of up to max calls to flush. closed
-// answers the calls left queued when the batcher closes.
-func newBatcher[In, Out any](flushers, max int, closed error, flush func([]*batchCall[In, Out])) *batcher[In, Out] {
+// answers the calls left queued when the batcher closes; name labels the batches in /metrics.
+func newBatcher[In, Out any](name string, flushers, max int, closed error, flush func([]*batchCall[In, Out])) *batcher[In, Out] {
 	b := &batcher[In, Out]{queue: make(chan *batchCall[In, Out], 4*max), quit: make(chan struct{}),
 		stopped: make(chan struct{}), closed: closed}
 	for range flushers {
-		b.wg.Go(func() { GroupCommit(b.queue, b.quit, max, &b.linger, flush) })
+		b.wg.Go(func() { GroupCommit(name, b.queue, b.quit, max, &b.linger, flush) })
 	}
 	return b
 }

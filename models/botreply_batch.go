@@ -41,7 +41,7 @@ const (
 )
 
 func newRecordBatcher(s *Store) *recordBatcher {
-	return newBatcher(recordFlushers, recordMaxBatch, errRecordClosed, func(batch []*batchCall[recordItem, bool]) {
+	return newBatcher("bot_record", recordFlushers, recordMaxBatch, errRecordClosed, func(batch []*batchCall[recordItem, bool]) {
 		s.flushRecords(batch)
 	})
 }

@@ -3,7 +3,20 @@ package models
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
+
+// batchSizes counts the items each group commit flushed together, by group commit (GroupCommit's
+// name): how much the api's Redis checks, its bot reply enqueues, the ingest and the bot replies'
+// records are sharing their round trips and commits. At a steady rate most batches hold one to a few
+// items; a busy process's are larger (docs/performance.md).
+var batchSizes = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "funnelchat_batch_size",
+	Help:    "Items per group-commit batch (checks: the api's Redis key checks; bot_enqueue: the api's bot reply enqueues; ingest: incoming messages stored together; bot_record: bot replies recorded together).",
+	Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+}, []string{"batch"})
 
 // Gather appends to batch what queue holds now, without waiting, until batch has max items. It is the
 // second half of a group commit: the caller waits for a first item, then takes what arrived while the
@@ -25,8 +38,9 @@ func Gather[T any](batch []T, queue <-chan T, max int) []T {
 // (nil: none) wait for company, gathers what else is queued (up to max) and hands the batch to flush.
 // flush must not keep the slice: its array holds the next batch. Items still queued when quit closes
 // are left in queue, for the caller to answer. The ingest batcher, the api's checks and its bot reply
-// enqueues (jobs) run it.
-func GroupCommit[T any](queue <-chan T, quit <-chan struct{}, max int, linger *Linger, flush func([]T)) {
+// enqueues (jobs) run it; name labels its batches' sizes in /metrics (funnelchat_batch_size).
+func GroupCommit[T any](name string, queue <-chan T, quit <-chan struct{}, max int, linger *Linger, flush func([]T)) {
+	sizes := batchSizes.WithLabelValues(name)
 	batch := make([]T, 0, max)
 	for {
 		select {
@@ -38,7 +52,9 @@ func GroupCommit[T any](queue <-chan T, quit <-chan struct{}, max int, linger *L
 		if linger != nil {
 			linger.Wait(len(queue), max-1)
 		}
-		flush(Gather(batch, queue, max))
+		batch = Gather(batch, queue, max)
+		sizes.Observe(float64(len(batch)))
+		flush(batch)
 		if linger != nil {
 			linger.Done()
 		}

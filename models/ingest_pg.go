@@ -569,14 +569,22 @@ func (s *Store) ingestBatch(ctx context.Context, rows []ingestRow) ([]ingestResu
 // still waits for its own message's commit before it answers.
 type ingestBatcher = batcher[ingestRow, ingestResult]
 
+// ingestFlushers is how many batches are in flight at once. Two, not more: a message that finds a
+// flusher idle goes alone, so each extra flusher makes the batches smaller, and every batch pays its
+// own statement, commit and WAL flush. Measured on the 2-core machine of docs/performance.md (fourth
+// sitting of 2026-11-28, the accept path's closed loop, 64 concurrent): four flushers took 0.40-0.42 ms of
+// PostgreSQL's CPU per message and accepted 2,000-2,114/s; two, 0.28-0.31 ms and 2,314-2,587/s; one,
+// 0.21-0.24 ms and 2,359-2,654/s. One is not kept: a batch that waits on a row lock (a sender whose
+// contact another transaction is writing) would hold up every message of the process behind it; with
+// two, the other flusher goes on.
 const (
-	ingestFlushers     = 4  // batches in flight at once
+	ingestFlushers     = 2
 	ingestMaxBatch     = 64 // messages in one batch
 	ingestBatchTimeout = 10 * time.Second
 )
 
 func newIngestBatcher(s *Store) *ingestBatcher {
-	return newBatcher(ingestFlushers, ingestMaxBatch, errIngestClosed, s.flushIngest)
+	return newBatcher("ingest", ingestFlushers, ingestMaxBatch, errIngestClosed, s.flushIngest)
 }
 
 // errIngestClosed answers a message the batcher will not store because the store is closing (the
